@@ -1,0 +1,42 @@
+"""resourcekit: serve Model Context Protocol resources from plain Python functions."""
+
+from .app import App, resource, template
+from .contents import Blob, Text
+from .context import Context
+from .errors import (
+    DefinitionError,
+    DuplicateResourceError,
+    MCPError,
+    MissingParameterError,
+    NotModified,
+    QueryDefaultError,
+    ResourceKitError,
+    ResourceNotFound,
+    TemplateSyntaxError,
+    UnknownParameterError,
+    UnsupportedParameterType,
+)
+from .templates import UriTemplate
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "App",
+    "Blob",
+    "Context",
+    "DefinitionError",
+    "DuplicateResourceError",
+    "MCPError",
+    "MissingParameterError",
+    "NotModified",
+    "QueryDefaultError",
+    "ResourceKitError",
+    "ResourceNotFound",
+    "TemplateSyntaxError",
+    "Text",
+    "UnknownParameterError",
+    "UnsupportedParameterType",
+    "UriTemplate",
+    "resource",
+    "template",
+]

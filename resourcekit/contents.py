@@ -1,0 +1,215 @@
+"""Turning a handler's return value into resource contents, and versions.
+
+A version is a hash of exactly the bytes served plus their mimeType, so two
+reads that would look identical to a client always carry the same version.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import os
+import pathlib
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+__all__ = ["Blob", "Content", "Text", "guess_mime_type", "to_contents", "version_of"]
+
+JSON_MIME = "application/json"
+TEXT_MIME = "text/plain"
+BINARY_MIME = "application/octet-stream"
+
+
+class Text:
+    """Explicit text contents, with its own mimeType, URI or ``_meta``."""
+
+    __slots__ = ("meta", "mime_type", "text", "uri")
+
+    def __init__(
+        self,
+        text: str,
+        mime_type: str | None = None,
+        *,
+        uri: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.text = text
+        self.mime_type = mime_type
+        self.uri = uri
+        self.meta = meta
+
+    def __repr__(self) -> str:
+        return f"Text({self.text[:40]!r}, mime_type={self.mime_type!r}, uri={self.uri!r})"
+
+
+class Blob:
+    """Explicit binary contents, served base64-encoded."""
+
+    __slots__ = ("data", "meta", "mime_type", "uri")
+
+    def __init__(
+        self,
+        data: bytes,
+        mime_type: str | None = None,
+        *,
+        uri: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.data = bytes(data)
+        self.mime_type = mime_type
+        self.uri = uri
+        self.meta = meta
+
+    def __repr__(self) -> str:
+        return f"Blob(<{len(self.data)} bytes>, mime_type={self.mime_type!r}, uri={self.uri!r})"
+
+
+class Content:
+    """One item of ``contents`` as served: encoded once, hashed once."""
+
+    __slots__ = ("data", "meta", "mime_type", "text", "uri", "version")
+
+    def __init__(
+        self,
+        uri: str,
+        mime_type: str,
+        text: str | None,
+        data: bytes,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.uri = uri
+        self.mime_type = mime_type
+        self.text = text  # None for a blob
+        self.data = data  # the exact bytes served (UTF-8 for text)
+        self.meta = meta
+        self.version = version_of(data, mime_type)
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    def to_wire(self, version_key: str | None = None) -> dict[str, Any]:
+        wire: dict[str, Any] = {"uri": self.uri, "mimeType": self.mime_type}
+        if self.text is not None:
+            wire["text"] = self.text
+        else:
+            wire["blob"] = base64.b64encode(self.data).decode("ascii")
+        meta = dict(self.meta) if self.meta else {}
+        if version_key is not None:
+            meta[version_key] = self.version
+        if meta:
+            wire["_meta"] = meta
+        return wire
+
+
+def version_of(data: bytes, mime_type: str) -> str:
+    digest = hashlib.blake2b(data, digest_size=16)
+    digest.update(b"\0" + mime_type.encode())
+    return digest.hexdigest()
+
+
+def combined_version(contents: list[Content]) -> str:
+    """The version of a whole read: its single content's, or a hash over all of them."""
+    if len(contents) == 1:
+        return contents[0].version
+    digest = hashlib.blake2b(digest_size=16)
+    for content in contents:
+        digest.update(content.uri.encode() + b"\0" + content.version.encode())
+    return digest.hexdigest()
+
+
+_TEXTUAL_APPLICATION = ("json", "xml", "javascript", "yaml", "toml", "x-sh", "sql", "csv")
+
+
+def is_textual(mime_type: str) -> bool:
+    main, _, sub = mime_type.partition("/")
+    return main == "text" or (main == "application" and any(t in sub for t in _TEXTUAL_APPLICATION))
+
+
+def guess_mime_type(name: str, default: str) -> str:
+    """mimeType from a URI's or file's extension, else ``default``."""
+    suffix = os.path.splitext(name.rstrip("/").rsplit("/", 1)[-1])[1]
+    if not suffix:
+        return default
+    import mimetypes  # deferred: its database is read on first use, which start-up need not pay
+
+    guessed, _ = mimetypes.guess_type("x" + suffix, strict=False)
+    if guessed is None:
+        guessed = _EXTRA_TYPES.get(suffix.lower())
+    return guessed or default
+
+
+_EXTRA_TYPES = {".md": "text/markdown", ".yaml": "application/yaml", ".yml": "application/yaml",
+                ".toml": "application/toml", ".log": "text/plain", ".py": "text/x-python"}
+
+
+def _json_default(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)  # pydantic v2, never imported here
+    if callable(dump):
+        return dump(mode="json")
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=repr)
+    if isinstance(value, pathlib.PurePath):
+        return str(value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def dump_json(value: Any) -> bytes:
+    return orjson.dumps(value, default=_json_default, option=orjson.OPT_NON_STR_KEYS)
+
+
+def _file_content(uri: str, path: pathlib.Path, mime_type: str | None) -> Content:
+    data = path.read_bytes()
+    mime = mime_type or guess_mime_type(path.name, BINARY_MIME)
+    if is_textual(mime):
+        try:
+            return Content(uri, mime, data.decode("utf-8"), data)
+        except UnicodeDecodeError:
+            pass
+    return Content(uri, mime, None, data)
+
+
+def _one(uri: str, value: Any, mime_type: str | None) -> Content:
+    """One content from one value; ``mime_type`` is the declared or inferred default."""
+    if isinstance(value, str):
+        return Content(uri, mime_type or TEXT_MIME, value, value.encode("utf-8", "surrogatepass"))
+    if isinstance(value, Text):
+        text = value.text
+        return Content(
+            value.uri or uri, value.mime_type or mime_type or TEXT_MIME, text,
+            text.encode("utf-8", "surrogatepass"), value.meta,
+        )
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return Content(uri, mime_type or BINARY_MIME, None, bytes(value))
+    if isinstance(value, Blob):
+        return Content(value.uri or uri, value.mime_type or mime_type or BINARY_MIME, None,
+                       value.data, value.meta)
+    if isinstance(value, pathlib.Path):
+        return _file_content(uri, value, mime_type)
+    if value is None:
+        raise TypeError("handler returned None; return str, bytes, JSON data, a Path, Text or Blob")
+    if (
+        isinstance(value, (dict, list, tuple, int, float, bool))
+        or dataclasses.is_dataclass(value)
+        or hasattr(value, "model_dump")
+    ):
+        data = dump_json(value)
+        return Content(uri, mime_type if mime_type and "json" in mime_type else JSON_MIME,
+                       data.decode("utf-8"), data)
+    raise TypeError(
+        f"cannot serve a {type(value).__name__}; return str, bytes, JSON data, a Path, Text or Blob"
+    )
+
+
+def to_contents(uri: str, value: Any, mime_type: str | None = None) -> list[Content]:
+    """The contents of a read of ``uri`` whose handler returned ``value``."""
+    if isinstance(value, list) and value and all(isinstance(v, (Text, Blob)) for v in value):
+        # a ``list[...]`` annotation made the default JSON; each item knows better
+        item_mime = None if mime_type == JSON_MIME else mime_type
+        return [_one(uri, v, item_mime) for v in value]
+    return [_one(uri, value, mime_type)]

@@ -1,0 +1,187 @@
+"""One error hierarchy.
+
+Definition errors (raised while an app is being declared) derive from
+``DefinitionError``; errors that travel to a client derive from ``MCPError`` and
+carry their JSON-RPC wire code, so the protocol core converts them to a response
+in exactly one place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "DefinitionError",
+    "DuplicateResourceError",
+    "HeaderMismatch",
+    "InternalError",
+    "InvalidParams",
+    "InvalidRequest",
+    "MCPError",
+    "MethodNotFound",
+    "MissingParameterError",
+    "NotModified",
+    "ParseError",
+    "QueryDefaultError",
+    "ResourceKitError",
+    "ResourceNotFound",
+    "TemplateSyntaxError",
+    "UnknownParameterError",
+    "UnsupportedParameterType",
+    "UnsupportedVersion",
+]
+
+
+class ResourceKitError(Exception):
+    """Base of every exception resourcekit raises on purpose."""
+
+
+# --- definition time -----------------------------------------------------------
+
+
+class DefinitionError(ResourceKitError):
+    """A resource or template was declared wrongly; raised at decoration time."""
+
+
+class TemplateSyntaxError(DefinitionError, ValueError):
+    """A URI template is not valid RFC 6570."""
+
+    def __init__(self, template: str, position: int, reason: str) -> None:
+        self.template = template
+        self.position = position
+        self.reason = reason
+        pointer = " " * position + "^"
+        super().__init__(f"{reason} at position {position} in {template!r}\n  {template}\n  {pointer}")
+
+
+class MissingParameterError(DefinitionError):
+    """A template variable has no function parameter of the same name."""
+
+    def __init__(self, template: str, variable: str, function: str) -> None:
+        self.template, self.variable, self.function = template, variable, function
+        super().__init__(
+            f"template {template!r} has variable {variable!r} but {function}() "
+            f"has no parameter named {variable!r}"
+        )
+
+
+class UnknownParameterError(DefinitionError):
+    """A function parameter matches no template variable (and is not injected)."""
+
+    def __init__(self, template: str, parameter: str, function: str) -> None:
+        self.template, self.parameter, self.function = template, parameter, function
+        super().__init__(
+            f"{function}() has parameter {parameter!r} but template {template!r} "
+            f"has no variable {{{parameter}}}"
+        )
+
+
+class QueryDefaultError(DefinitionError):
+    """A query variable (``{?x}``/``{&x}``) may be absent, so its parameter needs a default."""
+
+    def __init__(self, template: str, variable: str, function: str) -> None:
+        self.template, self.variable, self.function = template, variable, function
+        super().__init__(
+            f"query variable {variable!r} of {template!r} may be absent: give parameter "
+            f"{variable!r} of {function}() a default"
+        )
+
+
+class UnsupportedParameterType(DefinitionError):
+    """A parameter's annotation has no converter from a URI string."""
+
+    def __init__(self, function: str, parameter: str, annotation: object) -> None:
+        self.function, self.parameter, self.annotation = function, parameter, annotation
+        super().__init__(
+            f"parameter {parameter!r} of {function}() is annotated {annotation!r}, which "
+            "cannot be converted from a URI (use str, int, float, bool, Enum, Literal, "
+            "UUID, date, datetime, Decimal, Optional[...] or list[...])"
+        )
+
+
+class DuplicateResourceError(DefinitionError):
+    """The URI (or an equivalent template) is already registered."""
+
+    def __init__(self, uri: str, existing: str) -> None:
+        self.uri, self.existing = uri, existing
+        if uri == existing:
+            super().__init__(f"{uri!r} is already registered")
+        else:
+            super().__init__(f"{uri!r} is equivalent to the registered template {existing!r}")
+
+
+# --- wire errors ---------------------------------------------------------------
+
+
+class MCPError(ResourceKitError):
+    """An error answered to the client as a JSON-RPC error object."""
+
+    code: int = -32603
+
+    def __init__(self, message: str, data: Any = None, *, code: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+        if code is not None:
+            self.code = code
+
+    def to_error(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class ParseError(MCPError):
+    code = -32700
+
+
+class InvalidRequest(MCPError):
+    code = -32600
+
+
+class MethodNotFound(MCPError):
+    code = -32601
+
+
+class InvalidParams(MCPError):
+    code = -32602
+
+
+class InternalError(MCPError):
+    code = -32603
+
+
+class ResourceNotFound(MCPError):
+    """Raised by handlers (or the router) when a URI names nothing.
+
+    The wire code depends on the era: -32002 in the handshake era, -32602 in 2026-07-28.
+    The protocol core picks it; ``code`` here is the handshake-era default.
+    """
+
+    code = -32002
+
+    def __init__(self, uri: str, message: str | None = None) -> None:
+        super().__init__(message or f"Resource not found: {uri}", {"uri": uri})
+        self.uri = uri
+
+
+class NotModified(MCPError):
+    """``resources/get`` with a ``version`` that is still current (seed-000 variant)."""
+
+    code = -32003
+
+    def __init__(self, uri: str, version: str) -> None:
+        super().__init__("Not modified", {"uri": uri, "version": version})
+
+
+class HeaderMismatch(MCPError):
+    code = -32020
+
+
+class MissingClientCapability(MCPError):
+    code = -32021
+
+
+class UnsupportedVersion(MCPError):
+    code = -32022

@@ -1,0 +1,158 @@
+"""The compiled record of one declared resource or template."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .errors import DefinitionError
+
+if TYPE_CHECKING:
+    from .signature import Signature
+    from .templates import UriTemplate
+
+__all__ = ["Handler", "normalize_annotations"]
+
+_AUDIENCES = frozenset({"user", "assistant"})
+
+
+class Handler:
+    """Everything known about one resource (``template is None``) or template.
+
+    Built once at decoration time; the protocol core only reads it.
+    """
+
+    __slots__ = (
+        "cache_scope",
+        "children",
+        "completers",
+        "fn",
+        "kind",
+        "lister",
+        "lister_paged",
+        "meta",
+        "metadata",
+        "mime_type",
+        "poll",
+        "seq",
+        "sig",
+        "size",
+        "template",
+        "ttl_ms",
+        "uri",
+        "wire",
+    )
+
+    def __init__(
+        self,
+        *,
+        uri: str,
+        template: UriTemplate | None,
+        fn: Callable[..., Any],
+        sig: Signature,
+        mime_type: str | None,
+        size: int | None,
+        meta: dict[str, Any] | None,
+        wire: dict[str, Any],
+        ttl_ms: int | None,
+        cache_scope: str | None,
+        kind: str | None,
+        metadata: Mapping[str, Any] | None,
+        lister: Callable[..., Any] | None,
+        lister_paged: bool,
+        completers: dict[str, Callable[..., Any]],
+        children: Callable[..., Any] | None,
+        poll: float | None,
+        seq: int,
+    ) -> None:
+        self.uri = uri  # the URI, or the template string for a template
+        self.template = template
+        self.fn = fn
+        self.sig = sig
+        self.mime_type = mime_type
+        self.size = size
+        self.meta = meta
+        self.wire = wire  # the Resource / ResourceTemplate object as listed (without _meta)
+        self.ttl_ms = ttl_ms
+        self.cache_scope = cache_scope
+        self.kind = kind
+        self.metadata = metadata
+        self.lister = lister
+        self.lister_paged = lister_paged
+        self.completers = completers
+        self.children = children
+        self.poll = poll
+        self.seq = seq
+
+    @property
+    def name(self) -> str:
+        return str(self.wire["name"])
+
+    def convert(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        """Typed keyword arguments from matched strings; ValueError if they do not convert."""
+        kwargs: dict[str, Any] = {}
+        for name, param in self.sig.params.items():
+            value = raw.get(name)
+            if value is None:
+                if param.required:
+                    raise ValueError(f"missing {name}")
+                continue  # the function's own default applies
+            conv = param.convertor
+            if isinstance(value, list) and not conv.is_list:
+                if len(value) != 1:
+                    raise ValueError(f"{name} takes one value")
+                value = value[0]
+            kwargs[name] = conv.parse(value)
+        return kwargs
+
+    def instance_uri(self, values: Mapping[str, Any]) -> str:
+        """Expand the template with typed values (a lister's output)."""
+        assert self.template is not None
+        strings: dict[str, Any] = {}
+        for name, value in values.items():
+            param = self.sig.params.get(name)
+            if param is None or value is None:
+                continue
+            strings[name] = param.convertor.format(value)
+        return self.template.expand(**strings)
+
+    def __repr__(self) -> str:
+        return f"<Handler {self.uri!r} -> {self.sig.name}()>"
+
+
+def normalize_annotations(annotations: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Check and convert a Resource's annotations to their wire form."""
+    if annotations is None:
+        return None
+    wire: dict[str, Any] = {}
+    for key, value in annotations.items():
+        if key == "audience":
+            audience = [value] if isinstance(value, str) else list(value)
+            bad = [a for a in audience if a not in _AUDIENCES]
+            if bad:
+                raise DefinitionError(f"annotation audience must be 'user' or 'assistant', not {bad}")
+            wire["audience"] = audience
+        elif key == "priority":
+            if not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                raise DefinitionError(f"annotation priority must be a number in [0, 1], not {value!r}")
+            wire["priority"] = value
+        elif key in ("lastModified", "last_modified"):
+            if isinstance(value, (_dt.datetime, _dt.date)):
+                value = value.isoformat()
+            wire["lastModified"] = str(value)
+        else:
+            raise DefinitionError(
+                f"unknown annotation {key!r}; use audience, priority or lastModified"
+            )
+    return wire
+
+
+def iter_lister_page(handler: Handler, offset: int, limit: int) -> Iterable[Any]:
+    """One page of a lister's output (plain listers are sliced, paged ones asked)."""
+    assert handler.lister is not None
+    if handler.lister_paged:
+        return handler.lister(offset, limit + 1)
+    from itertools import islice
+
+    return islice(handler.lister(), offset, offset + limit + 1)

@@ -1,0 +1,426 @@
+"""The protocol core: JSON-RPC in, JSON-RPC out, no I/O.
+
+A transport owns the bytes.  It decodes a message and hands it to
+``Connection.receive`` (or hands raw bytes to ``Connection.feed``), passing a
+``reply`` callable that puts a message on the wire for that request.  The core
+decides the era of each request (a handshake-era session after ``initialize``,
+or a stateless 2026-07-28 request carrying its version in ``_meta``),
+dispatches through a table, runs handlers concurrently (async ones as tasks,
+sync ones in worker threads) and calls ``reply`` with the response.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from . import _methods
+from ._runner import ThreadRunner
+from .errors import InvalidParams, InvalidRequest, MCPError, MethodNotFound, ParseError, UnsupportedVersion
+from .versions import (
+    BATCH_VERSION,
+    HANDSHAKE_VERSIONS,
+    META_CLIENT_CAPABILITIES,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+    MODERN_VERSIONS,
+)
+
+if TYPE_CHECKING:
+    from .app import App
+
+__all__ = ["Connection", "Request", "Server"]
+
+log = logging.getLogger("resourcekit")
+
+Send = Callable[[Any], None]
+PENDING = _methods.PENDING
+
+
+class Server:
+    """What every connection to one App shares: method tables, workers, server info."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        info: dict[str, Any] = {"name": app.name, "version": app.version}
+        if app.title:
+            info["title"] = app.title
+        if app.website_url:
+            info["websiteUrl"] = app.website_url
+        if app.icons:
+            info["icons"] = app.icons
+        self.server_info = info
+        self.handshake_methods = _methods.HANDSHAKE_METHODS
+        self.modern_methods = _methods.MODERN_METHODS
+        self._runner: ThreadRunner | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.connections: set[Connection] = set()
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        return self._loop
+
+    @property
+    def runner(self) -> ThreadRunner:
+        if self._runner is None:
+            self._runner = ThreadRunner(self.loop, self.app.max_workers)
+        return self._runner
+
+    def start(self) -> None:
+        """Bind to the running loop (call from the serving task)."""
+        self._loop = asyncio.get_running_loop()
+        self.app.tracker.attach(self)
+
+    def close(self) -> None:
+        if self._runner is not None:
+            self._runner.close()
+            self._runner = None
+
+    def capabilities(self, version: str) -> dict[str, Any]:
+        caps: dict[str, Any] = {"resources": {"subscribe": True, "listChanged": True}}
+        if version != "2024-11-05":
+            caps["completions"] = {}
+        if version in HANDSHAKE_VERSIONS:
+            caps["logging"] = {}
+        return caps
+
+    def connect(self, send: Send, *, stateless: bool = False) -> Connection:
+        conn = Connection(self, send, stateless=stateless)
+        if not stateless:
+            self.connections.add(conn)
+        return conn
+
+
+class Connection:
+    """One client: a stdio process, an HTTP session, or one stateless HTTP request.
+
+    Handshake-era state (negotiated version, log level, subscriptions) lives
+    here; 2026-07-28 requests carry their state in ``_meta`` and ignore it.
+    """
+
+    def __init__(self, server: Server, send: Send, *, stateless: bool = False) -> None:
+        self.server = server
+        self.app = server.app
+        self.send = send  # for messages not tied to a request (subscription updates)
+        self.stateless = stateless
+        self.protocol_version: str | None = None
+        self.client_capabilities: dict[str, Any] = {}
+        self.client_info: dict[str, Any] = {}
+        self.initialized = False
+        self.log_level: str | None = None
+        self.inflight: dict[Any, Request] = {}
+        self.closed = False
+
+    # --- input -------------------------------------------------------------
+
+    def feed(self, data: bytes | str, reply: Send | None = None) -> None:
+        """Decode one message (or a batch) and handle it."""
+        try:
+            message = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            (reply or self.send)(error_response(None, ParseError(f"Parse error: {exc}")))
+            return
+        self.receive(message, reply)
+
+    def receive(self, message: Any, reply: Send | None = None) -> None:
+        """Handle one decoded message; responses go to ``reply`` (default: ``send``)."""
+        reply = reply or self.send
+        if type(message) is dict:
+            self._receive_one(message, reply)
+        elif type(message) is list:
+            self._receive_batch(message, reply)
+        else:
+            reply(error_response(None, InvalidRequest("Invalid Request: expected a JSON object")))
+
+    def _receive_one(self, msg: dict[str, Any], reply: Send) -> None:
+        method = msg.get("method")
+        if msg.get("jsonrpc") != "2.0" or not isinstance(method, str):
+            if method is None and ("result" in msg or "error" in msg) and "id" in msg:
+                return  # a response to a request we never send: nothing to do
+            rid = msg.get("id")
+            reply(error_response(rid if _valid_id(rid) else None, InvalidRequest(
+                "Invalid Request: expected jsonrpc '2.0' and a string method")))
+            return
+        params = msg.get("params")
+        if "id" not in msg:
+            if params is None or type(params) is dict:
+                self._notification(method, params or {})
+            return  # a receiver never answers a notification, even a bad one
+        rid = msg["id"]
+        if not _valid_id(rid):
+            reply(error_response(None, InvalidRequest("Invalid Request: id must be a string or integer")))
+            return
+        if params is None:
+            params = {}
+        elif type(params) is not dict:
+            reply(error_response(rid, InvalidParams("Invalid params: expected an object")))
+            return
+        meta = params.get("_meta")
+        version = meta.get(META_PROTOCOL_VERSION) if type(meta) is dict else None
+        try:
+            if version is not None:
+                request = self._modern_request(rid, method, params, meta, version, reply)  # type: ignore[arg-type]
+                table = self.server.modern_methods
+            else:
+                request = self._handshake_request(rid, method, params, reply)
+                table = self.server.handshake_methods
+            entry = table.get(method)
+            if entry is None:
+                raise MethodNotFound(f"Method not found: {method}", {"method": method})
+            if rid in self.inflight:
+                raise InvalidRequest(f"Invalid Request: id {rid!r} is already in flight")
+            outcome = entry(request)
+        except MCPError as exc:
+            reply(error_response(rid, exc, version in MODERN_VERSIONS))
+            return
+        except Exception as exc:  # a bug of ours or the user's: log it, never leak it
+            log.exception("error handling %s", method)
+            reply(error_response(rid, exc))
+            return
+        if outcome is PENDING:
+            self.inflight[rid] = request
+        elif type(outcome) is dict:
+            request.respond(outcome)
+        else:
+            self.inflight[rid] = request
+            request.task = self.server.loop.create_task(_run(request, outcome))
+
+    def _handshake_request(
+        self, rid: Any, method: str, params: dict[str, Any], reply: Send
+    ) -> Request:
+        if self.protocol_version is None and method not in ("initialize", "ping"):
+            if method in self.server.modern_methods and method not in self.server.handshake_methods:
+                raise InvalidParams(
+                    f"Invalid params: {method} needs _meta['{META_PROTOCOL_VERSION}']",
+                    {"missing": [META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES]},
+                )
+            raise InvalidRequest(
+                "Invalid Request: send initialize first, or put the protocol version in "
+                f"_meta['{META_PROTOCOL_VERSION}']",
+                {"missing": [META_PROTOCOL_VERSION]},
+            )
+        return Request(self, rid, method, params, self.protocol_version, False, self.log_level, reply)
+
+    def _modern_request(
+        self,
+        rid: Any,
+        method: str,
+        params: dict[str, Any],
+        meta: dict[str, Any],
+        version: Any,
+        reply: Send,
+    ) -> Request:
+        if version not in MODERN_VERSIONS:
+            raise UnsupportedVersion(
+                f"Unsupported protocol version: {version}",
+                {"supported": list(MODERN_VERSIONS), "requested": version},
+            )
+        if type(meta.get(META_CLIENT_CAPABILITIES)) is not dict:
+            raise InvalidParams(
+                f"Invalid params: _meta['{META_CLIENT_CAPABILITIES}'] is required",
+                {"missing": [META_CLIENT_CAPABILITIES]},
+            )
+        level = meta.get(META_LOG_LEVEL)
+        if level is not None and level not in _methods.LEVEL_RANK:
+            raise InvalidParams(f"Invalid params: unknown log level {level!r}")
+        return Request(self, rid, method, params, version, True, level, reply)
+
+    def _receive_batch(self, batch: list[Any], reply: Send) -> None:
+        if self.protocol_version != BATCH_VERSION:
+            reply(error_response(None, InvalidRequest(
+                "Invalid Request: batches are only allowed in protocol version 2025-03-26")))
+            return
+        if not batch:
+            reply(error_response(None, InvalidRequest("Invalid Request: empty batch")))
+            return
+        if any(type(m) is dict and m.get("method") == "initialize" for m in batch):
+            reply(error_response(None, InvalidRequest(
+                "Invalid Request: initialize must not be part of a batch")))
+            return
+        expected = sum(1 for m in batch if not (type(m) is dict and "id" not in m and "method" in m))
+        responses: list[Any] = []
+
+        def collect(message: Any) -> None:
+            if type(message) is dict and "id" in message:
+                responses.append(message)
+                if len(responses) == expected:
+                    reply(responses)
+            else:
+                reply(message)  # request-scoped notifications go out as they come
+
+        for item in batch:
+            if type(item) is dict:
+                self._receive_one(item, collect)
+            else:
+                collect(error_response(None, InvalidRequest("Invalid Request: expected a JSON object")))
+
+    def _notification(self, method: str, params: dict[str, Any]) -> None:
+        handler = _methods.NOTIFICATIONS.get(method)
+        if handler is not None:
+            try:
+                handler(self, params)
+            except Exception:
+                log.exception("error handling notification %s", method)
+
+    # --- lifecycle --------------------------------------------------------------
+
+    def cancel(self, rid: Any) -> bool:
+        request = self.inflight.pop(rid, None)
+        if request is None or request.method == "initialize":
+            return False
+        request.cancel()
+        return True
+
+    def close(self) -> None:
+        """The client is gone: cancel its requests and drop its subscriptions."""
+        if self.closed:
+            return
+        self.closed = True
+        for request in list(self.inflight.values()):
+            request.cancel()
+        self.inflight.clear()
+        self.server.connections.discard(self)
+        self.app.tracker.drop(self)
+
+    async def drain(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for in-flight requests, then cancel the rest."""
+        loop = self.server.loop
+        deadline = loop.time() + timeout
+        while self.inflight and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+        self.close()
+
+    def wants(self, extension: str, request: Request | None = None) -> bool:
+        """Did the client opt in to ``extension`` (in capabilities.experimental or extensions)?"""
+        caps = request.client_capabilities if request is not None else self.client_capabilities
+        for key in ("experimental", "extensions"):
+            section = caps.get(key)
+            if type(section) is dict and extension in section:
+                return True
+        return False
+
+
+class Request:
+    """One request in flight: where its answer goes and in which era it is answered."""
+
+    __slots__ = (
+        "cancelled", "conn", "id", "log_level", "meta", "method", "modern", "params",
+        "reply", "task", "version",
+    )
+
+    def __init__(
+        self,
+        conn: Connection,
+        rid: Any,
+        method: str,
+        params: dict[str, Any],
+        version: str | None,
+        modern: bool,
+        log_level: str | None,
+        reply: Send,
+    ) -> None:
+        self.conn = conn
+        self.id = rid
+        self.method = method
+        self.params = params
+        self.version = version
+        self.modern = modern
+        self.log_level = log_level
+        self.reply = reply
+        self.task: asyncio.Task[Any] | None = None
+        self.cancelled = False
+        meta = params.get("_meta")
+        self.meta: dict[str, Any] = meta if type(meta) is dict else {}
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        if self.modern:
+            caps = self.meta.get(META_CLIENT_CAPABILITIES)
+            return caps if type(caps) is dict else {}
+        return self.conn.client_capabilities
+
+    def respond(self, result: dict[str, Any]) -> None:
+        if self.cancelled:
+            return
+        self.conn.inflight.pop(self.id, None)
+        if self.modern:
+            result["resultType"] = "complete"
+            meta = result.get("_meta")
+            if meta is None:
+                result["_meta"] = {META_SERVER_INFO: self.conn.server.server_info}
+            else:
+                meta.setdefault(META_SERVER_INFO, self.conn.server.server_info)
+        self.reply({"jsonrpc": "2.0", "id": self.id, "result": result})
+
+    def fail(self, exc: BaseException) -> None:
+        if self.cancelled:
+            return
+        self.conn.inflight.pop(self.id, None)
+        if not isinstance(exc, MCPError):
+            log.error("handler for %s failed", self.method, exc_info=exc)
+        self.reply(error_response(self.id, exc, self.modern))
+
+    def notify(self, message: dict[str, Any]) -> None:
+        """A notification tied to this request (log messages), on its reply channel."""
+        if not self.cancelled:
+            self.reply(message)
+
+    def complete(self, ok: bool, value: Any) -> None:
+        """Callback for worker threads: ``value`` is the result dict or the exception."""
+        if ok:
+            self.respond(value)
+        else:
+            self.fail(value)
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+        on_cancel = _methods.ON_CANCEL.get(self.method)
+        if on_cancel is not None:
+            on_cancel(self)
+
+
+async def _run(request: Request, outcome: Awaitable[Any]) -> None:
+    try:
+        result = await outcome
+    except asyncio.CancelledError:
+        if not request.cancelled:
+            raise
+        return
+    except BaseException as exc:
+        request.fail(exc)
+        return
+    if result is not PENDING:
+        request.respond(result)
+
+
+def _valid_id(rid: Any) -> bool:
+    return (type(rid) is int) or (type(rid) is str)
+
+
+def error_response(rid: Any, exc: BaseException, modern: bool = False) -> dict[str, Any]:
+    """The single place where an exception becomes a JSON-RPC error object."""
+    if isinstance(exc, MCPError):
+        error = exc.to_error()
+        if modern and error["code"] == -32002:  # resource not found is -32602 in 2026-07-28
+            error["code"] = -32602
+    else:
+        error = {"code": -32603, "message": "Internal error"}
+    return {"jsonrpc": "2.0", "id": rid, "error": error}
+
+
+def level_allows(level: str | None, wanted: str) -> bool:
+    return level is not None and _methods.LEVEL_RANK[wanted] >= _methods.LEVEL_RANK[level]
+
+
+def client_info(params: Mapping[str, Any]) -> dict[str, Any]:
+    info = params.get("clientInfo")
+    return info if type(info) is dict else {}

@@ -1,0 +1,134 @@
+"""URI → handler, with explicit precedence and a cost that does not grow with templates.
+
+Precedence: an exact URI first; then, among templates whose pattern matches
+and whose values convert, the most specific (``UriTemplate.specificity``),
+then the first registered.  Templates are indexed by their literal prefix cut
+at its last ``/`` or ``:``, so a lookup probes one bucket per such boundary of
+the URI (a handful of dict lookups) instead of scanning every template.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from .errors import DuplicateResourceError
+from .handler import Handler
+
+__all__ = ["Match", "Router"]
+
+_CUTS = "/:"
+
+
+def _index_key(literal_prefix: str) -> str:
+    cut = max(literal_prefix.rfind(c) for c in _CUTS)
+    return literal_prefix[: cut + 1]
+
+
+class Match:
+    __slots__ = ("handler", "kwargs", "raw")
+
+    def __init__(self, handler: Handler, kwargs: dict[str, Any], raw: dict[str, Any]) -> None:
+        self.handler = handler
+        self.kwargs = kwargs
+        self.raw = raw
+
+
+class Router:
+    __slots__ = ("_buckets", "_canonical", "_key_lengths", "exact", "templates")
+
+    def __init__(self) -> None:
+        self.exact: dict[str, Handler] = {}
+        self.templates: dict[str, Handler] = {}  # by template string
+        self._canonical: dict[str, Handler] = {}
+        self._buckets: dict[str, list[Handler]] = {}
+        self._key_lengths: set[int] = set()  # which prefix lengths have a bucket
+
+    def check_new(self, handler: Handler) -> None:
+        """DuplicateResourceError if ``handler`` clashes with a registered one."""
+        if handler.template is None:
+            if handler.uri in self.exact:
+                raise DuplicateResourceError(handler.uri, handler.uri)
+            return
+        existing = self._canonical.get(handler.template.canonical)
+        if existing is not None:
+            raise DuplicateResourceError(handler.uri, existing.uri)
+
+    def add(self, handler: Handler) -> None:
+        self.check_new(handler)
+        template = handler.template
+        if template is None:
+            self.exact[handler.uri] = handler
+            return
+        self.templates[handler.uri] = handler
+        self._canonical[template.canonical] = handler
+        key = _index_key(template.literal_prefix)
+        bucket = self._buckets.setdefault(key, [])
+        bucket.append(handler)
+        bucket.sort(key=_precedence)
+        self._key_lengths.add(len(key))
+
+    def remove(self, handler: Handler) -> None:
+        template = handler.template
+        if template is None:
+            if self.exact.get(handler.uri) is handler:
+                del self.exact[handler.uri]
+            return
+        if self.templates.get(handler.uri) is not handler:
+            return
+        del self.templates[handler.uri]
+        del self._canonical[template.canonical]
+        key = _index_key(template.literal_prefix)
+        bucket = self._buckets[key]
+        bucket.remove(handler)
+        if not bucket:
+            del self._buckets[key]
+            if not any(len(k) == len(key) for k in self._buckets):
+                self._key_lengths.discard(len(key))
+
+    def candidates(self, uri: str) -> list[Handler]:
+        """Templates that may match ``uri``, in precedence order."""
+        buckets = self._buckets
+        found: list[Handler] | None = None
+        several = False
+        for length in self._key_lengths:
+            if length > len(uri) or (length and uri[length - 1] not in _CUTS):
+                continue
+            bucket = buckets.get(uri[:length])
+            if bucket is None:
+                continue
+            if found is None:
+                found = bucket
+            else:
+                found = found + bucket
+                several = True
+        if found is None:
+            return []
+        if several:
+            found.sort(key=_precedence)
+        return found
+
+    def match(self, uri: str) -> Match | None:
+        handler = self.exact.get(uri)
+        if handler is not None:
+            return Match(handler, {}, {})
+        for handler in self.candidates(uri):
+            assert handler.template is not None
+            raw = handler.template.match(uri)
+            if raw is None:
+                continue
+            try:
+                kwargs = handler.convert(raw)
+            except (ValueError, TypeError, ArithmeticError):
+                continue  # does not convert: this template does not match, try the next
+            return Match(handler, kwargs, raw)
+        return None
+
+    def __iter__(self) -> Iterator[Handler]:
+        yield from self.exact.values()
+        yield from self.templates.values()
+
+
+def _precedence(handler: Handler) -> tuple[Any, int]:
+    assert handler.template is not None
+    return (handler.template.specificity, handler.seq)

@@ -1,0 +1,137 @@
+"""One pass of ``inspect.signature`` into a plain record.
+
+Everything the runtime needs to call a handler (which parameters come from
+which template variables, how to convert them, whether to inject a Context)
+is worked out here, once, at decoration time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, get_args, get_origin
+
+from typing_extensions import get_type_hints, is_typeddict
+
+from ._convert import Convertor, convertor_for
+from .contents import BINARY_MIME, JSON_MIME, TEXT_MIME
+from .errors import UnsupportedParameterType
+
+__all__ = ["Param", "Signature", "inspect_handler"]
+
+_EMPTY = inspect.Parameter.empty
+_UNIONS: tuple[Any, ...] = (typing.Union, getattr(types, "UnionType", typing.Union))
+
+
+class Param:
+    __slots__ = ("convertor", "default", "description", "name", "required")
+
+    def __init__(self, name: str, convertor: Convertor, default: Any, description: str | None):
+        self.name = name
+        self.convertor = convertor
+        self.default = default
+        self.required = default is _EMPTY and not convertor.optional
+        self.description = description
+
+    def missing_value(self) -> Any:
+        return None if self.default is _EMPTY else self.default
+
+
+class Signature:
+    __slots__ = ("context_param", "description", "is_async", "mime_type", "name", "params", "title")
+
+    def __init__(
+        self,
+        name: str,
+        title: str | None,
+        description: str | None,
+        params: dict[str, Param],
+        context_param: str | None,
+        is_async: bool,
+        mime_type: str | None,
+    ) -> None:
+        self.name = name
+        self.title = title
+        self.description = description
+        self.params = params
+        self.context_param = context_param
+        self.is_async = is_async
+        self.mime_type = mime_type  # inferred from the return annotation; None if unknown
+
+
+def _is_context(annotation: Any) -> bool:
+    from .context import Context
+
+    if get_origin(annotation) in _UNIONS:  # Optional[Context] / Context | None
+        members = [a for a in get_args(annotation) if a is not type(None)]
+        annotation = members[0] if len(members) == 1 else None
+    return isinstance(annotation, type) and issubclass(annotation, Context)
+
+
+def _split_annotated(annotation: Any) -> tuple[Any, str | None]:
+    if get_origin(annotation) is Annotated:
+        base, *extras = get_args(annotation)
+        for extra in extras:
+            text = extra if isinstance(extra, str) else getattr(extra, "documentation", None)
+            if isinstance(text, str):
+                return base, text
+        return base, None
+    return annotation, None
+
+
+def mime_for_return(annotation: Any) -> str | None:
+    annotation, _ = _split_annotated(annotation)
+    origin = get_origin(annotation) or annotation
+    if origin is str:
+        return TEXT_MIME
+    if origin in (bytes, bytearray):
+        return BINARY_MIME
+    if origin in (dict, list, Mapping) or (
+        isinstance(origin, type)
+        and (dataclasses.is_dataclass(origin) or is_typeddict(origin) or hasattr(origin, "model_dump"))
+    ):
+        return JSON_MIME
+    return None
+
+
+def _is_coroutine_function(fn: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - callable objects with async __call__
+    )
+
+
+def inspect_handler(fn: Callable[..., Any]) -> Signature:
+    """Introspect ``fn`` once. Raises UnsupportedParameterType for unconvertible params."""
+    name = getattr(fn, "__name__", type(fn).__name__)
+    try:
+        hints = get_type_hints(fn, include_extras=True)
+    except Exception:  # unresolvable forward references: fall back to raw annotations
+        hints = {}
+    sig = inspect.signature(fn)
+    params: dict[str, Param] = {}
+    context_param = None
+    for p in sig.parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        raw = hints.get(p.name, p.annotation)
+        annotation, description = _split_annotated(raw)
+        if _is_context(annotation):
+            context_param = p.name
+            continue
+        convertor = convertor_for(str if annotation is _EMPTY else annotation)
+        if convertor is None:
+            raise UnsupportedParameterType(name, p.name, annotation)
+        params[p.name] = Param(p.name, convertor, p.default, description)
+    doc = inspect.getdoc(fn)
+    return Signature(
+        name=name,
+        title=None,
+        description=doc or None,
+        params=params,
+        context_param=context_param,
+        is_async=_is_coroutine_function(fn),
+        mime_type=mime_for_return(hints.get("return", sig.return_annotation)),
+    )

@@ -1,0 +1,146 @@
+"""``Client(app)``: an in-memory MCP client for your own tests.
+
+    async with Client(app) as client:
+        assert await client.read_text("config://settings") == '{"theme":"dark"}'
+
+It speaks the real protocol (every message goes through JSON) without a
+subprocess, so tests stay fast.  Pass ``protocol_version="2026-07-28"`` to talk
+the stateless revision instead of the handshake.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections.abc import AsyncIterator
+from types import TracebackType
+from typing import Any
+
+from .app import App
+from .errors import MCPError
+from .transports.memory import MemoryTransport
+from .versions import (
+    LATEST_HANDSHAKE,
+    META_CLIENT_CAPABILITIES,
+    META_PROTOCOL_VERSION,
+    MODERN_VERSIONS,
+)
+
+__all__ = ["Client"]
+
+
+class Client:
+    def __init__(
+        self,
+        app: App,
+        *,
+        protocol_version: str = LATEST_HANDSHAKE,
+        capabilities: dict[str, Any] | None = None,
+    ) -> None:
+        self.app = app
+        self.protocol_version = protocol_version
+        self.capabilities = capabilities or {}
+        self.modern = protocol_version in MODERN_VERSIONS
+        self.notifications: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.initialize_result: dict[str, Any] | None = None
+        self._transport: MemoryTransport | None = None
+
+    async def __aenter__(self) -> Client:
+        self._transport = MemoryTransport(self.app, self.notifications.put_nowait)
+        if not self.modern:
+            self.initialize_result = await self.request("initialize", {
+                "protocolVersion": self.protocol_version,
+                "capabilities": self.capabilities,
+                "clientInfo": {"name": "resourcekit-testing", "version": "0"},
+            })
+            self._transport.notify({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._transport is not None:
+            self._transport.close()
+            self._transport = None
+
+    # --- raw ---------------------------------------------------------------------
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Send one request; return its result or raise MCPError with the wire code."""
+        if self._transport is None:
+            raise RuntimeError("use the Client in 'async with'")
+        params = dict(params or {})
+        if self.modern:
+            meta = dict(params.get("_meta") or {})
+            meta.setdefault(META_PROTOCOL_VERSION, self.protocol_version)
+            meta.setdefault(META_CLIENT_CAPABILITIES, self.capabilities)
+            params["_meta"] = meta
+        message = {"jsonrpc": "2.0", "id": self._transport.next_id(), "method": method, "params": params}
+        response = await self._transport.request(message)
+        if "error" in response:
+            error = response["error"]
+            raise MCPError(error["message"], error.get("data"), code=error["code"])
+        result: dict[str, Any] = response["result"]
+        return result
+
+    # --- resources ---------------------------------------------------------------
+
+    async def _walk(self, method: str, key: str, params: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        cursor = None
+        while True:
+            page_params = dict(params)
+            if cursor is not None:
+                page_params["cursor"] = cursor
+            result = await self.request(method, page_params)
+            for item in result[key]:
+                yield item
+            cursor = result.get("nextCursor")
+            if cursor is None:
+                return
+
+    async def list_resources(self, **params: Any) -> list[dict[str, Any]]:
+        """Every resource, following ``nextCursor`` through all pages."""
+        return [r async for r in self._walk("resources/list", "resources", params)]
+
+    async def list_templates(self) -> list[dict[str, Any]]:
+        return [t async for t in self._walk("resources/templates/list", "resourceTemplates", {})]
+
+    async def read(self, uri: str) -> list[dict[str, Any]]:
+        """The ``contents`` of ``uri``."""
+        contents: list[dict[str, Any]] = (await self.request("resources/read", {"uri": uri}))["contents"]
+        return contents
+
+    async def read_text(self, uri: str) -> str:
+        content = (await self.read(uri))[0]
+        if "text" not in content:
+            raise ValueError(f"{uri} is binary ({content.get('mimeType')})")
+        text: str = content["text"]
+        return text
+
+    async def read_bytes(self, uri: str) -> bytes:
+        content = (await self.read(uri))[0]
+        if "blob" in content:
+            return base64.b64decode(content["blob"])
+        return str(content["text"]).encode()
+
+    async def complete(
+        self, uri_template: str, argument: str, value: str = "", context: dict[str, str] | None = None
+    ) -> list[str]:
+        params: dict[str, Any] = {
+            "ref": {"type": "ref/resource", "uri": uri_template},
+            "argument": {"name": argument, "value": value},
+        }
+        if context:
+            params["context"] = {"arguments": context}
+        values: list[str] = (await self.request("completion/complete", params))["completion"]["values"]
+        return values
+
+    async def subscribe(self, uri: str) -> None:
+        await self.request("resources/subscribe", {"uri": uri})
+
+    async def unsubscribe(self, uri: str) -> None:
+        await self.request("resources/unsubscribe", {"uri": uri})
+
+    async def next_notification(self, timeout: float = 5.0) -> dict[str, Any]:
+        """The next notification the server sent (waits up to ``timeout`` seconds)."""
+        return await asyncio.wait_for(self.notifications.get(), timeout)

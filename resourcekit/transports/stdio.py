@@ -1,0 +1,187 @@
+"""stdio: newline-delimited JSON-RPC on stdin/stdout.
+
+The real stdout is kept for the protocol only; file descriptor 1 and
+``sys.stdout`` are pointed at stderr so that stray ``print()`` calls (or C
+libraries writing to fd 1) cannot corrupt the stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ..errors import InvalidRequest
+from ..protocol import Connection, Server, error_response
+
+if TYPE_CHECKING:
+    from ..app import App
+
+__all__ = ["run_stdio", "serve_stdio"]
+
+log = logging.getLogger("resourcekit")
+SHUTDOWN_GRACE = 5.0
+
+
+class _Writer:
+    """Coalesces the messages of one loop iteration into a single write."""
+
+    def __init__(self, transport: asyncio.WriteTransport) -> None:
+        self._transport = transport
+        self._buffer: list[bytes] = []
+        self._scheduled = False
+        self._loop = asyncio.get_running_loop()
+
+    def send(self, message: Any) -> None:
+        self._buffer.append(orjson.dumps(message) + b"\n")
+        if not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        self._scheduled = False
+        if self._buffer and not self._transport.is_closing():
+            data = b"".join(self._buffer) if len(self._buffer) > 1 else self._buffer[0]
+            self._buffer.clear()
+            self._transport.write(data)
+
+
+class _Reader(asyncio.Protocol):
+    """Splits stdin into lines; an oversized line is answered and skipped."""
+
+    def __init__(self, conn: Connection, limit: int, done: asyncio.Future[None]) -> None:
+        self._conn = conn
+        self._limit = limit
+        self._done = done
+        self._pending = b""
+        self._skipping = False
+
+    def data_received(self, data: bytes) -> None:
+        if self._pending:
+            data = self._pending + data
+            self._pending = b""
+        start = 0
+        feed = self._conn.feed
+        while True:
+            end = data.find(b"\n", start)
+            if end < 0:
+                break
+            if self._skipping:
+                self._skipping = False
+            elif end - start > self._limit:
+                self._too_large()
+            elif end > start:
+                line = data[start:end]
+                if not line.isspace():
+                    feed(line)
+            start = end + 1
+        rest = data[start:]
+        if len(rest) > self._limit:
+            if not self._skipping:
+                self._too_large()
+                self._skipping = True
+        elif not self._skipping:
+            self._pending = rest
+
+    def _too_large(self) -> None:
+        self._conn.send(error_response(None, InvalidRequest(
+            f"Invalid Request: message larger than {self._limit} bytes")))
+
+    def eof_received(self) -> bool:
+        if self._pending.strip():
+            self._conn.feed(self._pending)
+        self._pending = b""
+        if not self._done.done():
+            self._done.set_result(None)
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self._done.done():
+            self._done.set_result(None)
+
+
+async def serve_stdio(app: App, stdin: Any = None, stdout_fd: int | None = None) -> None:
+    """Serve ``app`` on stdin/stdout until EOF or SIGTERM."""
+    loop = asyncio.get_running_loop()
+    server = Server(app)
+    server.start()
+    out_fd = stdout_fd if stdout_fd is not None else _take_stdout()
+    write_transport, _ = await loop.connect_write_pipe(
+        asyncio.Protocol, os.fdopen(out_fd, "wb", buffering=0)
+    )
+    writer = _Writer(write_transport)  # type: ignore[arg-type]
+    conn = server.connect(writer.send)
+    done: asyncio.Future[None] = loop.create_future()
+    stdin = stdin if stdin is not None else sys.stdin.buffer
+    try:
+        read_transport, _ = await loop.connect_read_pipe(
+            lambda: _Reader(conn, app.max_message_size, done), stdin
+        )
+    except ValueError:  # a regular file: pipes and ttys only work with the selector loop
+        read_transport = None
+        file_reader = loop.create_task(_read_file(stdin, _Reader(conn, app.max_message_size, done)))
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        loop.add_signal_handler(signal.SIGTERM, lambda: done.done() or done.set_result(None))
+    try:
+        await done
+        if read_transport is not None:
+            read_transport.close()
+        await conn.drain(SHUTDOWN_GRACE)
+        if read_transport is None:
+            file_reader.cancel()
+        app.tracker.close_listens()
+    finally:
+        writer.flush()
+        conn.close()
+        server.close()
+        await _drain_writes(write_transport)
+        write_transport.close()
+
+
+async def _drain_writes(transport: asyncio.WriteTransport) -> None:
+    for _ in range(500):
+        if transport.get_write_buffer_size() == 0 or transport.is_closing():
+            return
+        await asyncio.sleep(0.01)
+
+
+async def _read_file(stream: Any, reader: _Reader) -> None:
+    loop = asyncio.get_running_loop()
+    while True:
+        chunk = await loop.run_in_executor(None, stream.read1 if hasattr(stream, "read1") else stream.read, 65536)
+        if not chunk:
+            reader.eof_received()
+            return
+        reader.data_received(chunk)
+
+
+def _take_stdout() -> int:
+    """Keep the real stdout for the protocol; send everything else written there to stderr."""
+    sys.stdout.flush()
+    protocol_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return protocol_fd
+
+
+def run_stdio(app: App) -> None:
+    configure_logging()
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve_stdio(app))
+
+
+def configure_logging() -> None:
+    """Logs go to stderr; the level comes from RESOURCEKIT_LOG_LEVEL (default WARNING)."""
+    logger = logging.getLogger("resourcekit")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(os.environ.get("RESOURCEKIT_LOG_LEVEL", "WARNING").upper())
+        logger.propagate = False

@@ -1,0 +1,113 @@
+"""The CLI: finding the app, its error cases, ``list`` and ``read``."""
+
+from __future__ import annotations
+
+import subprocess
+import textwrap
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.helpers import APPS, COOKBOOK, command, env
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command(*args), capture_output=True, text=True, env=env(), timeout=60, cwd=cwd)
+
+
+def write(tmp_path: Path, name: str, source: str) -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+def test_missing_file(tmp_path):
+    result = run("run", str(tmp_path / "nope.py"))
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [f"resourcekit: error: no such file: {tmp_path / 'nope.py'}"]
+
+
+def test_import_error_is_one_line(tmp_path):
+    path = write(tmp_path, "broken.py", "import no_such_module_anywhere\n")
+    result = run("run", str(path))
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "ModuleNotFoundError" in lines[0] and "broken.py" in lines[0]
+
+
+def test_no_app(tmp_path):
+    path = write(tmp_path, "empty.py", "x = 1\n")
+    result = run("run", str(path))
+    assert result.returncode == 1
+    assert "defines no App" in result.stderr
+
+
+def test_named_attr_and_conventions(tmp_path):
+    path = write(tmp_path, "two.py", """
+        from resourcekit import App
+        first = App("first")
+        second = App("second")
+
+        @first.resource("a://x")
+        def x() -> str:
+            return "from first"
+
+        @second.resource("a://x")
+        def y() -> str:
+            return "from second"
+    """)
+    assert "several Apps" in run("list", str(path)).stderr
+    assert run("read", f"{path}:second", "a://x").stdout == "from second\n"
+    assert "no App named 'third'" in run("read", f"{path}:third", "a://x").stderr
+    conventional = write(tmp_path, "conv.py", """
+        from resourcekit import App
+        other = App("other")
+        server = App("server")
+
+        @server.resource("a://x")
+        def x() -> str:
+            return "server wins"
+    """)
+    assert run("read", str(conventional), "a://x").stdout == "server wins\n"
+
+
+def test_module_level_decorators_use_the_default_app(tmp_path):
+    path = write(tmp_path, "script.py", """
+        import resourcekit
+
+        @resourcekit.resource("hello://world")
+        def hello() -> str:
+            return "hi"
+    """)
+    assert run("read", str(path), "hello://world").stdout == "hi\n"
+
+
+def test_list_human_and_json():
+    result = run("list", str(APPS / "basic_app.py"))
+    assert result.returncode == 0
+    assert result.stdout.startswith("basic: 39 resources, ")
+    assert "text://hello" in result.stdout and "user://{user_id}/profile{?verbose}" in result.stdout
+    data = orjson.loads(run("list", "--json", str(COOKBOOK / "notes.py")).stdout)
+    assert {r["uri"] for r in data["resources"]} >= {"config://settings", "notes://1"}
+
+
+def test_read_human_and_json_and_errors():
+    app = str(APPS / "basic_app.py")
+    assert run("read", app, "text://hello").stdout == "hello, world\n"
+    data = orjson.loads(run("read", "--json", app, "bin://data.bin").stdout)
+    assert data["contents"][0]["mimeType"] == "application/octet-stream"
+    missing = run("read", app, "nope://x")
+    assert missing.returncode == 1 and "Resource not found: nope://x (code -32002)" in missing.stderr
+
+
+def test_http_without_uvicorn_says_what_to_install(tmp_path):
+    pytest.importorskip("uvicorn")  # with uvicorn present, the real HTTP tests cover it
+    shadow = write(tmp_path, "uvicorn.py", "raise ImportError('hidden for this test')\n")
+    result = subprocess.run(
+        [*command("run", str(APPS / "basic_app.py"), "--transport", "http")],
+        capture_output=True, text=True, timeout=60,
+        env={**env(), "PYTHONPATH": f"{shadow.parent}:{env()['PYTHONPATH']}"},
+    )
+    assert result.returncode == 1
+    assert "pip install 'resourcekit[http]'" in result.stderr

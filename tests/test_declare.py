@@ -1,0 +1,260 @@
+"""Declaring resources: metadata from signatures, conversions, definition errors, precedence."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import enum
+import uuid
+from decimal import Decimal
+from typing import Annotated, Literal, Optional, TypedDict
+
+import pytest
+
+import resourcekit
+from resourcekit import (
+    App,
+    Context,
+    DefinitionError,
+    DuplicateResourceError,
+    MissingParameterError,
+    QueryDefaultError,
+    TemplateSyntaxError,
+    UnknownParameterError,
+    UnsupportedParameterType,
+)
+
+
+class Color(enum.Enum):
+    red = "r"
+    blue = "b"
+
+
+class Point(TypedDict):
+    x: int
+
+
+@dataclasses.dataclass
+class Pair:
+    a: int
+    b: int
+
+
+def test_decorators_return_the_function_unchanged():
+    app = App("t")
+
+    def plain() -> str:
+        return "x"
+
+    async def note(note_id: int, rev: int = 0) -> str:
+        return f"{note_id}@{rev}"
+
+    assert app.resource("a://plain")(plain) is plain
+    assert app.template("n://{note_id}{?rev}")(note) is note
+    assert plain() == "x"
+    import asyncio
+
+    assert asyncio.run(note(3)) == "3@0"
+
+
+def test_metadata_from_signature_and_options():
+    app = App("t")
+
+    @app.resource("cfg://settings")
+    def settings() -> dict[str, str]:
+        """Current settings.
+
+        More text.
+        """
+        return {}
+
+    @app.resource("img://logo.png", title="Logo", size=3,
+                  annotations={"audience": ["user"], "priority": 0.5,
+                               "lastModified": dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)},
+                  icons=[{"src": "https://example.com/i.png"}], meta={"k": "v"})
+    def logo() -> bytes:
+        return b"png"
+
+    s = app.router.exact["cfg://settings"].wire
+    assert s == {"name": "settings", "uri": "cfg://settings",
+                 "description": "Current settings.\n\nMore text.", "mimeType": "application/json"}
+    logo_wire = app.router.exact["img://logo.png"].wire
+    assert logo_wire["mimeType"] == "image/png"  # bytes, and the URI says png
+    assert logo_wire["title"] == "Logo" and logo_wire["size"] == 3
+    assert logo_wire["annotations"] == {"audience": ["user"], "priority": 0.5,
+                                        "lastModified": "2026-01-01T00:00:00+00:00"}
+    assert app.router.exact["img://logo.png"].meta == {"k": "v"}
+
+
+@pytest.mark.parametrize(("annotation", "mime"), [
+    (str, "text/plain"), (bytes, "application/octet-stream"), (dict, "application/json"),
+    (list[int], "application/json"), (Point, "application/json"), (Pair, "application/json"),
+])
+def test_mime_type_from_return_annotation(annotation, mime):
+    app = App("t")
+
+    def fn():
+        return None
+
+    fn.__annotations__["return"] = annotation
+    app.resource("x://y")(fn)
+    assert app.router.exact["x://y"].mime_type == mime
+
+
+def _converted(annotation, text):
+    app = App("t")
+
+    def fn(v):
+        return v
+
+    fn.__annotations__["v"] = annotation
+    app.template("t://{v}")(fn)
+    match = app.router.match(f"t://{text}")
+    return None if match is None else match.kwargs["v"]
+
+
+@pytest.mark.parametrize(("annotation", "text", "expected"), [
+    (str, "abc", "abc"),
+    (int, "42", 42),
+    (int, "-7", -7),
+    (float, "1.5", 1.5),
+    (bool, "true", True),
+    (bool, "0", False),
+    (Color, "r", Color.red),
+    (Color, "blue", Color.blue),
+    (Literal["a", "b"], "b", "b"),
+    (Literal[1, 2], "2", 2),
+    (uuid.UUID, "12345678-1234-5678-1234-567812345678", uuid.UUID("12345678-1234-5678-1234-567812345678")),
+    (dt.date, "2026-11-22", dt.date(2026, 11, 22)),
+    (dt.datetime, "2026-11-22T10:00:00", dt.datetime(2026, 11, 22, 10)),
+    (Decimal, "1.10", Decimal("1.10")),
+    (Annotated[int, "doc"], "5", 5),
+    (Optional[int], "5", 5),
+    (list[int], "1,2,3", [1, 2, 3]),
+])
+def test_conversions(annotation, text, expected):
+    assert _converted(annotation, text) == expected
+
+
+@pytest.mark.parametrize(("annotation", "text"), [
+    (int, "4x"), (int, "1_000"), (float, "nan"), (bool, "maybe"), (Color, "green"),
+    (Literal["a"], "c"), (uuid.UUID, "nope"), (dt.date, "2026-13-01"), (Decimal, "abc"),
+    (Decimal, "Infinity"),
+])
+def test_conversion_failure_means_no_match(annotation, text):
+    assert _converted(annotation, text) is None
+
+
+def test_equivalent_templates_are_duplicates():
+    app = App("t")
+
+    @app.template("items://{item_id}")
+    def by_id(item_id: int) -> str:
+        return "id"
+
+    with pytest.raises(DuplicateResourceError) as info:
+        app.template("items://{slug}")(lambda slug: slug)
+    assert "items://{item_id}" in str(info.value)
+
+
+def test_precedence_exact_then_specific_then_registration_order():
+    app = App("t")
+    app.template("docs://{+path}")(lambda path: "catch-all")
+    app.template("docs://{section}/{page}")(lambda section, page: "two-level")
+    app.template("docs://api/{page}")(lambda page: "api")
+    app.template("docs://api/{page:3}x")(lambda page: "prefix")
+    app.resource("docs://api/index")(lambda: "exact")
+
+    def winner(uri):
+        match = app.router.match(uri)
+        return match.handler.fn() if not match.handler.sig.params else match.handler.fn(**match.kwargs)
+
+    assert winner("docs://api/index") == "exact"
+    assert winner("docs://api/intro") == "api"
+    assert winner("docs://guide/intro") == "two-level"
+    assert winner("docs://guide/a/b/c") == "catch-all"
+
+
+def test_typed_template_falls_through_on_conversion_failure():
+    app = App("t")
+
+    @app.template("v://{n}/x")
+    def by_number(n: int) -> str:
+        return f"int {n}"
+
+    @app.template("v://{name}/x{?q}")
+    def by_name(name: str, q: str = "") -> str:
+        return f"str {name}"
+
+    assert app.router.match("v://12/x").handler.fn is by_number
+    assert app.router.match("v://ab/x").handler.fn is by_name
+
+
+def test_definition_errors_name_the_culprit():
+    app = App("t")
+    with pytest.raises(MissingParameterError, match="'note_id'.*fn\\(\\)"):
+        @app.template("n://{note_id}")
+        def fn() -> str:
+            return ""
+    with pytest.raises(UnknownParameterError, match="'extra'"):
+        @app.template("n://{a}")
+        def fn2(a: str, extra: str) -> str:
+            return ""
+    with pytest.raises(QueryDefaultError, match="'rev'"):
+        @app.template("n://{a}{?rev}")
+        def fn3(a: str, rev: int) -> str:
+            return ""
+    with pytest.raises(UnsupportedParameterType, match="'a'"):
+        @app.template("n://{a}")
+        def fn4(a: set[str]) -> str:
+            return ""
+    with pytest.raises(TemplateSyntaxError) as info:
+        app.template("n://{a")(lambda a: a)
+    assert info.value.template == "n://{a" and info.value.position >= 4
+    with pytest.raises(UnknownParameterError):
+        @app.resource("static://x")
+        def fn5(needed: str) -> str:
+            return ""
+    app.resource("dup://x")(lambda: "")
+    with pytest.raises(DuplicateResourceError, match="dup://x"):
+        app.resource("dup://x")(lambda: "")
+    with pytest.raises(DefinitionError, match="@app.template"):
+        app.resource("n://{a}")(lambda a: a)
+    with pytest.raises(DefinitionError, match="audience"):
+        app.resource("a://b", annotations={"audience": ["robots"]})(lambda: "")
+    with pytest.raises(DefinitionError, match="priority"):
+        app.resource("a://c", annotations={"priority": 2})(lambda: "")
+    with pytest.raises(DefinitionError, match="exploded"):
+        app.template("n://x{/segments*}")(lambda segments: "")
+
+
+def test_context_is_injected_not_a_variable():
+    app = App("t")
+
+    @app.template("c://{a}")
+    def with_ctx(a: str, ctx: Context) -> str:
+        return ctx.uri
+
+    @app.resource("c://static")
+    def static(ctx: Optional[Context] = None) -> str:
+        return "s"
+
+    assert app.router.templates["c://{a}"].sig.context_param == "ctx"
+    assert app.router.exact["c://static"].sig.context_param == "ctx"
+
+
+def test_annotated_descriptions_and_default_app():
+    app = App("t")
+
+    @app.template("d://{a}")
+    def described(a: Annotated[int, "The a"]) -> str:
+        return ""
+
+    assert app.router.templates["d://{a}"].sig.params["a"].description == "The a"
+
+    @resourcekit.resource("default://one")
+    def one() -> str:
+        return "1"
+
+    assert "default://one" in resourcekit.app.default_app.router.exact
+    resourcekit.app.default_app.remove("default://one")
