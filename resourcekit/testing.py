@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -140,6 +140,25 @@ class Client:
 
     async def unsubscribe(self, uri: str) -> None:
         await self.request("resources/unsubscribe", {"uri": uri})
+
+    def listen(self, uris: Sequence[str] = (), list_changed: bool = False) -> int:
+        """Open a 2026-07-28 ``subscriptions/listen`` stream; returns its id (= subscription id).
+
+        The acknowledgement and every update arrive in ``notifications``; ``cancel(id)`` ends it.
+        """
+        assert self._transport is not None
+        rid = self._transport.next_id()
+        params: dict[str, Any] = {"notifications": {"resourceSubscriptions": list(uris),
+                                                    "resourcesListChanged": list_changed}}
+        params["_meta"] = {META_PROTOCOL_VERSION: MODERN_VERSIONS[-1], META_CLIENT_CAPABILITIES: self.capabilities}
+        self._transport.notify({"jsonrpc": "2.0", "id": rid, "method": "subscriptions/listen", "params": params})
+        return rid
+
+    def cancel(self, request_id: int) -> None:
+        """Send ``notifications/cancelled`` for a request (ends a listen stream)."""
+        assert self._transport is not None
+        self._transport.notify({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                "params": {"requestId": request_id}})
 
     async def next_notification(self, timeout: float = 5.0) -> dict[str, Any]:
         """The next notification the server sent (waits up to ``timeout`` seconds)."""
