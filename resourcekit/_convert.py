@@ -123,6 +123,15 @@ _SIMPLE: dict[Any, Convertor] = {
 _UNION_TYPES: tuple[Any, ...] = (typing.Union, getattr(types, "UnionType", typing.Union))
 
 
+def _subclass_convertor(cls: type, base: Convertor) -> Convertor:
+    base_parse = base.parse
+
+    def parse(value: str) -> Any:
+        return cls(base_parse(value))
+
+    return Convertor(cls, parse, base.format)
+
+
 def convertor_for(annotation: Any) -> Convertor | None:
     """The convertor for an annotation, or None if it cannot come from a URI."""
     if annotation in _SIMPLE:
@@ -169,7 +178,7 @@ def convertor_for(annotation: Any) -> Convertor | None:
         # str/int subclasses (NewType-like classes) convert like their base
         for base in (bool, int, float, str, decimal.Decimal, uuid.UUID, _dt.datetime, _dt.date):
             if issubclass(annotation, base) and base is not annotation:
-                return Convertor(annotation, lambda v, _b=base, _a=annotation: _a(_SIMPLE[_b].parse(v)))
+                return _subclass_convertor(annotation, _SIMPLE[base])
     newtype_base = getattr(annotation, "__supertype__", None)
     if newtype_base is not None:
         return convertor_for(newtype_base)

@@ -115,7 +115,8 @@ class Handler:
             if param is None or value is None:
                 continue
             strings[name] = param.convertor.format(value)
-        return self.template.expand(**strings)
+        uri: str = self.template.expand(**strings)
+        return uri
 
     def __repr__(self) -> str:
         return f"<Handler {self.uri!r} -> {self.sig.name}()>"
@@ -152,7 +153,8 @@ def iter_lister_page(handler: Handler, offset: int, limit: int) -> Iterable[Any]
     """One page of a lister's output (plain listers are sliced, paged ones asked)."""
     assert handler.lister is not None
     if handler.lister_paged:
-        return handler.lister(offset, limit + 1)
+        page: Iterable[Any] = handler.lister(offset, limit + 1)
+        return page
     from itertools import islice
 
     return islice(handler.lister(), offset, offset + limit + 1)

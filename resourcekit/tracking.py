@@ -234,8 +234,9 @@ class Tracker:
         if handler.sig.is_async:
             value = await handler.fn(**kwargs)
             return combined_version(to_contents(uri, value, handler.mime_type))
-        return await _in_thread(self._servers[0], lambda: combined_version(
+        version: str = await _in_thread(self._servers[0], lambda: combined_version(
             to_contents(uri, handler.fn(**kwargs), handler.mime_type)))
+        return version
 
     def _send_updated(self, uri: str) -> None:
         for sub in list(self._by_uri.get(uri, ())):

@@ -115,7 +115,7 @@ async def serve_stdio(app: App, stdin: Any = None, stdout_fd: int | None = None)
     write_transport, _ = await loop.connect_write_pipe(
         asyncio.Protocol, os.fdopen(out_fd, "wb", buffering=0)
     )
-    writer = _Writer(write_transport)  # type: ignore[arg-type]
+    writer = _Writer(write_transport)
     conn = server.connect(writer.send)
     done: asyncio.Future[None] = loop.create_future()
     stdin = stdin if stdin is not None else sys.stdin.buffer
@@ -127,7 +127,7 @@ async def serve_stdio(app: App, stdin: Any = None, stdout_fd: int | None = None)
         read_transport = None
         file_reader = loop.create_task(_read_file(stdin, _Reader(conn, app.max_message_size, done)))
     with contextlib.suppress(NotImplementedError, RuntimeError):
-        loop.add_signal_handler(signal.SIGTERM, lambda: done.done() or done.set_result(None))
+        loop.add_signal_handler(signal.SIGTERM, _finish, done)
     try:
         await done
         if read_transport is not None:
@@ -142,6 +142,11 @@ async def serve_stdio(app: App, stdin: Any = None, stdout_fd: int | None = None)
         server.close()
         await _drain_writes(write_transport)
         write_transport.close()
+
+
+def _finish(done: asyncio.Future[None]) -> None:
+    if not done.done():
+        done.set_result(None)
 
 
 async def _drain_writes(transport: asyncio.WriteTransport) -> None:
