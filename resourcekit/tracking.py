@@ -206,19 +206,23 @@ class Tracker:
                 if not dirty:
                     self._check_scheduled = False
                     return
+            watched = []
             for uri in dirty:
-                if uri not in self._by_uri:
+                if uri in self._by_uri:
+                    watched.append(uri)
+                else:
                     self._observed.pop(uri, None)  # nobody listens: forget, re-read lazily
-                    continue
-                try:
-                    version = await self._read_version(uri)
-                except Exception:
-                    log.exception("re-reading %s to check for changes failed", uri)
+            # re-read concurrently: sync handlers spread over the worker threads
+            versions = await asyncio.gather(*(self._read_version(u) for u in watched), return_exceptions=True)
+            for uri, version in zip(watched, versions, strict=True):
+                if isinstance(version, BaseException):
+                    log.error("re-reading %s to check for changes failed", uri, exc_info=version)
                     continue
                 self.checks += 1
                 self._observed[uri] = version
                 previous = self._announced.get(uri)
-                self._announced[uri] = version
+                if uri in self._by_uri:
+                    self._announced[uri] = version
                 if previous is None or previous is _BASELINE or previous == version:
                     continue
                 self._send_updated(uri)
