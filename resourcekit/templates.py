@@ -160,7 +160,7 @@ class UriTemplate:
     """A validated, compiled RFC 6570 template. Build once; ``match`` and ``expand`` are pure."""
 
     __slots__ = (
-        "_expander", "_groups", "_query", "_regex", "canonical", "literal_prefix", "names",
+        "_expander", "_groups", "_query", "_regex", "_source", "canonical", "literal_prefix", "names",
         "specificity", "template", "variables",
     )
 
@@ -179,7 +179,7 @@ class UriTemplate:
         self._query: dict[str, Variable] = {}
         regex: list[str] = []
         query_started = False
-        for part in parts:
+        for part in parts[first_expression:] if first_expression < len(parts) else []:
             if isinstance(part, str):
                 if query_started:
                     # a literal after the query would never be seen by the query parser
@@ -197,7 +197,11 @@ class UriTemplate:
         # the query string (if any) is parsed separately: any order, absent or extra keys
         lead = "[?&]" if literal_query else r"\?"
         regex.append(f"(?:{lead}(?P<_q>[^#]*))?")
-        self._regex = re.compile("".join(regex), re.DOTALL)
+        # the literal prefix is checked with startswith, so templates that differ only
+        # in it (``t1://item/{id}``, ``t2://item/{id}``...) share one compiled regex,
+        # compiled on first use: start-up with 100,000 templates stays cheap
+        self._source = "".join(regex)
+        self._regex: re.Pattern[str] | None = None
         self._expander: _Expander | None = None
         literal_chars = sum(len(p) for p in parts if isinstance(p, str))
         catch_all = sum(1 for v in self.variables if v.operator in ("+", "#"))
@@ -248,7 +252,13 @@ class UriTemplate:
 
     def match(self, uri: str) -> dict[str, str | list[str]] | None:
         """The variables of ``uri`` (percent-decoded), or None if it does not match."""
-        found = self._regex.fullmatch(uri)
+        prefix = self.literal_prefix
+        if not uri.startswith(prefix):
+            return None
+        regex = self._regex
+        if regex is None:
+            regex = self._regex = _compiled(self._source)
+        found = regex.fullmatch(uri, len(prefix))
         if found is None:
             return None
         values: dict[str, str | list[str]] = {}
@@ -298,6 +308,16 @@ class UriTemplate:
 
     def __str__(self) -> str:
         return self.template
+
+
+_COMPILED: dict[str, re.Pattern[str]] = {}
+
+
+def _compiled(source: str) -> re.Pattern[str]:
+    regex = _COMPILED.get(source)
+    if regex is None:
+        regex = _COMPILED[source] = re.compile(source, re.DOTALL)
+    return regex
 
 
 def _split_explode(raw: str, variable: Variable) -> list[str]:
