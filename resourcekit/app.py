@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .contents import guess_mime_type
 from .errors import DefinitionError, MissingParameterError, QueryDefaultError, UnknownParameterError
 from .handler import Handler, normalize_annotations
 from .pagination import SeqIndex
@@ -23,6 +24,7 @@ __all__ = ["App", "default_app", "resource", "template"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 CACHE_SCOPES = ("public", "private")
+_GUESSABLE = frozenset({None, "application/octet-stream", "text/plain"})
 
 
 class App:
@@ -201,7 +203,7 @@ class App:
         sig: Signature,
         options: Mapping[str, Any],
     ) -> Handler:
-        o = dict(options)
+        o = options
         cache_scope = o.get("cache_scope")
         if cache_scope is not None and cache_scope not in CACHE_SCOPES:
             raise DefinitionError(f"cache_scope of {uri!r} must be one of {CACHE_SCOPES}")
@@ -212,9 +214,7 @@ class App:
         if size is not None and (not isinstance(size, int) or size < 0):
             raise DefinitionError(f"size of {uri!r} must be a non-negative integer")
         mime_type = o.get("mime_type") or sig.mime_type
-        if mime_type in (None, "application/octet-stream", "text/plain") and not o.get("mime_type"):
-            from .contents import guess_mime_type
-
+        if mime_type in _GUESSABLE and not o.get("mime_type"):
             # a URI ending in .png or .md says more than a bare ``bytes``/``str``
             guessed = guess_mime_type(uri.split("{", 1)[0] if template else uri, "")
             if guessed:

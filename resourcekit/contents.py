@@ -131,7 +131,10 @@ def is_textual(mime_type: str) -> bool:
 
 def guess_mime_type(name: str, default: str) -> str:
     """mimeType from a URI's or file's extension, else ``default``."""
-    suffix = os.path.splitext(name.rstrip("/").rsplit("/", 1)[-1])[1]
+    last = name.rstrip("/").rsplit("/", 1)[-1]
+    if "." not in last:
+        return default
+    suffix = os.path.splitext(last)[1]
     if not suffix:
         return default
     import mimetypes  # deferred: its database is read on first use, which start-up need not pay
