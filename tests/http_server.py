@@ -1,0 +1,48 @@
+"""Start ``resourcekit run FILE --transport http`` on a free loopback port."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from tests.helpers import command, env
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def http_server_process(target: str | Path, *extra: str, extra_env: dict[str, str] | None = None) -> Iterator[str]:
+    """Yield the endpoint URL of a real HTTP server process; stop it afterwards."""
+    port = free_port()
+    proc = subprocess.Popen(
+        command("run", str(target), "--transport", "http", "--port", str(port), *extra),
+        env={**env(), **(extra_env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"server did not start: {proc.stderr.read().decode() if proc.stderr else ''}")
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stderr:
+            proc.stderr.close()
