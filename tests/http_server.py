@@ -34,7 +34,8 @@ def http_server_process(target: str | Path, *extra: str, extra_env: dict[str, st
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"server did not start: {proc.stderr.read().decode() if proc.stderr else ''}")
+                    output = proc.stderr.read().decode() if proc.stderr else ""
+                    raise RuntimeError(f"server did not start: {output}") from None
                 time.sleep(0.05)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:

@@ -1,6 +1,7 @@
 """The fixtures the official conformance scenarios read (see shared conformance HOWTO)."""
 
 from resourcekit import App
+
 app = App("conformance-fixture", version="1.0.0")
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
                     "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082")
