@@ -73,6 +73,7 @@ class App:
         self._sig_cache: dict[Any, Signature] = {}
         self._lock = threading.RLock()
         self._tracker: Tracker | None = None
+        self._asgi: Any = None
 
     # --- declaring -----------------------------------------------------------
 
@@ -351,10 +352,16 @@ class App:
 
     @property
     def asgi(self) -> Any:
-        """This app as a plain ASGI application serving MCP at ``/mcp``."""
-        from .transports.http import ASGIApp
+        """This app as a plain ASGI application serving MCP at ``/mcp`` (built once).
 
-        return ASGIApp(self)
+        For other options (allowed origins, auth hook, limits) build
+        ``resourcekit.transports.http.ASGIApp(app, ...)`` yourself.
+        """
+        if self._asgi is None:
+            from .transports.http import ASGIApp
+
+            self._asgi = ASGIApp(self)
+        return self._asgi
 
     def __repr__(self) -> str:
         return f"App({self.name!r}, {len(self.resources)} resources, {len(self.templates)} templates)"

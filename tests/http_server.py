@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,13 +20,20 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def http_server_process(target: str | Path, *extra: str, extra_env: dict[str, str] | None = None) -> Iterator[str]:
-    """Yield the endpoint URL of a real HTTP server process; stop it afterwards."""
+def http_server_process(
+    target: str | Path, *extra: str, extra_env: dict[str, str] | None = None, script: bool = False
+) -> Iterator[str]:
+    """Yield the endpoint URL of a real HTTP server process; stop it afterwards.
+
+    ``script=True`` runs ``python TARGET PORT`` instead of ``resourcekit run TARGET``.
+    """
     port = free_port()
-    proc = subprocess.Popen(
-        command("run", str(target), "--transport", "http", "--port", str(port), *extra),
-        env={**env(), **(extra_env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
+    if script:
+        argv = [sys.executable, str(target), str(port)]
+    else:
+        argv = command("run", str(target), "--transport", "http", "--port", str(port), *extra)
+    proc = subprocess.Popen(argv, env={**env(), **(extra_env or {})}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 30
         while True:

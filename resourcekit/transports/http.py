@@ -204,6 +204,9 @@ class ASGIApp:
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
+        root = scope.get("root_path", "")
+        if root and path.startswith(root):  # mounted inside another app (Starlette, FastAPI)
+            path = path[len(root):]
         if (path.rstrip("/") or "/") != self.path:
             await _respond(send, 404, b"Not Found", content_type=b"text/plain")
             return

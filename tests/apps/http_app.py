@@ -1,0 +1,56 @@
+"""Fixture for the HTTP tests: changing content, a slow cancellable read, log messages.
+
+Run as a script (``python http_app.py PORT``) it serves with tiny limits, so the tests
+can reach session expiry and the caps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+from resourcekit import App, Context
+
+app = App("http-fixture", max_message_size=64 * 1024)
+state = {"n": 0}
+
+
+@app.resource("counter://value")
+def counter() -> str:
+    return f"n={state['n']}"
+
+
+@app.resource("control://bump")
+def bump() -> str:
+    state["n"] += 1
+    app.notify_changed("counter://value")
+    return str(state["n"])
+
+
+@app.resource("slow://cancellable")
+async def slow() -> str:
+    try:
+        await asyncio.sleep(30)
+    except asyncio.CancelledError:
+        marker = os.environ.get("RESOURCEKIT_CANCEL_MARKER")
+        if marker:
+            with open(marker, "w") as f:
+                f.write("cancelled")
+        raise
+    return "finished"
+
+
+@app.resource("log://chatty")
+def chatty(ctx: Context) -> str:
+    ctx.log("info", "about to answer")
+    return "answered"
+
+
+@app.template("item://{n}")
+def item(n: int) -> str:
+    return f"item {n}"
+
+
+if __name__ == "__main__":
+    app.run("http", port=int(sys.argv[1]), session_idle_timeout=0.5, max_sessions=2, max_streams=1)
