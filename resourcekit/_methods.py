@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from . import listing
+from . import extensions, listing
 from .contents import combined_version, to_contents
 from .context import LEVEL_RANK, LEVELS, Context
 from .errors import InvalidParams, ResourceNotFound
@@ -121,8 +121,9 @@ async def _read_async(req: Request, handler: Handler, uri: str, kwargs: dict[str
 def read_result(req: Request, handler: Handler, uri: str, value: Any) -> dict[str, Any]:
     contents = to_contents(uri, value, handler.mime_type)
     req.conn.app.tracker.observe(uri, combined_version(contents))
-    result = {"contents": [c.to_wire(META_VERSION) for c in contents]}
-    return _cache_hints(req, result, handler)
+    wire = [c.to_wire(META_VERSION) for c in contents]
+    extensions.decorate_read(req, handler, uri, wire)
+    return _cache_hints(req, {"contents": wire}, handler)
 
 
 def _context(req: Request, uri: str, raw: dict[str, Any]) -> Context:
@@ -140,6 +141,11 @@ def _context(req: Request, uri: str, raw: dict[str, Any]) -> Context:
 
 
 def list_resources(req: Request) -> Any:
+    if "uri" in req.params:  # SEP-2093: the children of a listable resource
+        return _maybe_in_thread(req, extensions.list_children, True)
+    if "filter" in req.params:  # seed 000
+        keep = extensions.filter_for(req.params["filter"])
+        return _maybe_in_thread(req, lambda r: listing.list_resources(r, keep), True)
     return _maybe_in_thread(req, listing.list_resources, req.conn.app.listed_templates)
 
 
@@ -149,7 +155,7 @@ def list_templates(req: Request) -> dict[str, Any]:
 
 def _maybe_in_thread(req: Request, fn: Callable[[Request], dict[str, Any]], needs_thread: Any) -> Any:
     """Listers may do I/O (a database, a directory): run pages that call them in a worker."""
-    if not needs_thread and "uri" not in req.params:
+    if not needs_thread:
         return _cache_hints(req, fn(req))
     req.conn.server.runner.submit(lambda: _cache_hints(req, fn(req)), req.complete)
     return PENDING
@@ -215,18 +221,30 @@ def _arity(fn: Callable[..., Any]) -> int:
 # --- subscriptions -------------------------------------------------------------------
 
 
+def _uris(req: Request) -> list[str]:
+    """``uri``, or seed 000's ``uris`` list."""
+    uris = req.params.get("uris")
+    if uris is None:
+        return [_str_param(req, "uri")]
+    if not isinstance(uris, list) or not uris or not all(isinstance(u, str) and u for u in uris):
+        raise InvalidParams("Invalid params: 'uris' must be a non-empty list of URIs", {"param": "uris"})
+    return uris
+
+
 def subscribe(req: Request) -> dict[str, Any]:
-    uri = _str_param(req, "uri")
     app = req.conn.app
-    if app.router.match(uri) is None:
-        raise ResourceNotFound(uri)
-    app.tracker.subscribe(req.conn, uri)
+    uris = _uris(req)
+    for uri in uris:
+        if app.router.match(uri) is None:
+            raise ResourceNotFound(uri)
+    for uri in uris:
+        app.tracker.subscribe(req.conn, uri)
     return {}
 
 
 def unsubscribe(req: Request) -> dict[str, Any]:
-    uri = _str_param(req, "uri")
-    req.conn.app.tracker.unsubscribe(req.conn, uri)
+    for uri in _uris(req):
+        req.conn.app.tracker.unsubscribe(req.conn, uri)
     return {}
 
 
@@ -249,12 +267,6 @@ def _cancelled(conn: Connection, params: dict[str, Any]) -> None:
     rid = params.get("requestId")
     if isinstance(rid, (str, int)):
         conn.cancel(rid)
-
-
-def _extension_methods() -> dict[str, Callable[[Request], Any]]:
-    from . import extensions
-
-    return extensions.METHODS
 
 
 COMMON: dict[str, Callable[[Request], Any]] = {
@@ -284,9 +296,9 @@ ON_CANCEL: dict[str, Callable[[Request], None]] = {"subscriptions/listen": _end_
 
 
 def install_extensions() -> None:
-    methods = _extension_methods()
-    HANDSHAKE_METHODS.update(methods)
-    MODERN_METHODS.update(methods)
+    HANDSHAKE_METHODS.update(extensions.METHODS)
+    MODERN_METHODS.update(extensions.METHODS)
+    extensions.install()
 
 
 install_extensions()

@@ -79,6 +79,7 @@ class Server:
         self.app.tracker.attach(self)
 
     def close(self) -> None:
+        self.app.tracker.detach(self)
         if self._runner is not None:
             self._runner.close()
             self._runner = None

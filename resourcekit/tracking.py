@@ -63,6 +63,7 @@ class Tracker:
         self._dirty: set[str] = set()
         self._check_scheduled = False
         self._list_scheduled = False
+        self._list_force = False
         self._list_version: str | None = None
         self._pollers: dict[str, asyncio.Task[None]] = {}
         self.checks = 0  # how many re-reads ran: visible to tests and benchmarks
@@ -71,6 +72,16 @@ class Tracker:
         if server not in self._servers:
             self._servers.append(server)
         self._loop = server.loop
+
+    def detach(self, server: Server) -> None:
+        """A server stopped: forget it, and its loop unless another server runs on it."""
+        if server in self._servers:
+            self._servers.remove(server)
+        self._loop = self._servers[-1].loop if self._servers else None
+        if self._loop is None:
+            with self._lock:
+                self._check_scheduled = self._list_scheduled = False
+                self._dirty.clear()
 
     # --- versions ---------------------------------------------------------------
 
@@ -196,14 +207,16 @@ class Tracker:
                 self._check_scheduled = False
 
     def _start_check(self) -> None:
-        assert self._loop is not None
+        if self._loop is None:  # the server stopped in between
+            self._check_scheduled = False
+            return
         self._loop.create_task(self._check())
 
     async def _check(self) -> None:
         while True:
             with self._lock:
                 dirty, self._dirty = self._dirty, set()
-                if not dirty:
+                if not dirty or not self._servers:
                     self._check_scheduled = False
                     return
             watched = []
@@ -238,7 +251,7 @@ class Tracker:
         if handler.sig.is_async:
             value = await handler.fn(**kwargs)
             return combined_version(to_contents(uri, value, handler.mime_type))
-        version: str = await _in_thread(self._servers[0], lambda: combined_version(
+        version: str = await _in_thread(self._servers[-1], lambda: combined_version(
             to_contents(uri, handler.fn(**kwargs), handler.mime_type)))
         return version
 
@@ -274,22 +287,36 @@ class Tracker:
         """Send list_changed, coalesced; unless ``force``, only if the list's version moved."""
         loop = self._loop
         with self._lock:
+            self._list_force = self._list_force or force
             if self._list_scheduled or loop is None:
                 return
             self._list_scheduled = True
         try:
-            loop.call_soon_threadsafe(lambda: loop.create_task(self._list_check(force)))
+            loop.call_soon_threadsafe(self._start_list_check)
         except RuntimeError:
             with self._lock:
                 self._list_scheduled = False
 
-    async def _list_check(self, force: bool) -> None:
+    def _start_list_check(self) -> None:
+        if self._loop is None:  # the server stopped in between
+            self._list_scheduled = False
+            return
+        self._loop.create_task(self._list_check())
+
+    async def _list_check(self) -> None:
         with self._lock:
             self._list_scheduled = False
-        version = await _in_thread(self._servers[0], self.list_version)
-        if version == self._list_version and not force:
+            force, self._list_force = self._list_force, False
+        if not self._servers:
             return
-        self._list_version = version
+        if force:
+            # a registration changed the list for certain: no need to enumerate it
+            self._list_version = None
+        else:
+            version = await _in_thread(self._servers[-1], self.list_version)
+            if version == self._list_version:
+                return
+            self._list_version = version
         message = {"jsonrpc": "2.0", "method": LIST_CHANGED}
         for server in self._servers:
             for conn in list(server.connections):
