@@ -1,0 +1,901 @@
+"""Side-by-side benchmark: resourcekit vs mcp 2.3.0 (MCPServer) vs fastmcp 4.x vs a raw orjson loop.
+
+Every server is a real stdio subprocess. One client of our own (raw JSON-RPC over the
+pipes, newline-delimited, orjson, no asyncio) drives them, alternating servers inside
+one run: server A run 1, B run 1, C run 1, D run 1, A run 2, ...
+
+    python benchmarks/run.py            # full: 3 runs each, ~6-9 minutes
+    python benchmarks/run.py --quick    # 1 run each, short durations, ~1 minute
+
+Run it with the bench venv's python (see benchmarks/README.md). Results go to
+benchmarks/results.json and benchmarks/RESULTS.md (plus chart.png when matplotlib is there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import os
+import platform
+import resource
+import selectors
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import psutil
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+SERVERS_DIR = HERE / "servers"
+LOG_DIR = HERE / ".logs"
+PROTOCOL_VERSION = "2025-11-25"
+SERVER_NAMES = ("resourcekit", "mcp", "fastmcp", "raw")
+F_SETPIPE_SZ = 1031  # Linux fcntl
+# Both pipes are enlarged (default 64 KiB) so that a 1 MiB reply is not cut into 16 wake-ups of
+# client and server; BENCH_PIPE_SIZE=0 keeps the system default.
+PIPE_SIZE = int(os.environ.get("BENCH_PIPE_SIZE", str(1 << 20)))
+
+
+# --------------------------------------------------------------------------- servers
+
+
+def _rk_argv() -> list[str]:
+    app = str(SERVERS_DIR / "rk_app.py")
+    script = Path(sys.executable).with_name("resourcekit")
+    if script.exists():
+        return [str(script), "run", app]
+    return [sys.executable, "-c", "from resourcekit.cli import main; main()", "run", app]
+
+
+def server_argv(name: str) -> list[str]:
+    if name == "resourcekit":
+        return _rk_argv()
+    file = {"mcp": "mcp_app.py", "fastmcp": "fastmcp_app.py", "raw": "raw_loop.py"}[name]
+    return [sys.executable, str(SERVERS_DIR / file)]
+
+
+class ServerError(Exception):
+    pass
+
+
+class Server:
+    """One server subprocess and the client end of its pipes."""
+
+    def __init__(self, name: str, workload: str, tag: str) -> None:
+        self.name = name
+        env = dict(os.environ, BENCH_WORKLOAD=workload)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env.pop("PYTHONPROFILEIMPORTTIME", None)
+        argv = server_argv(name)
+        # BENCH_WRAP_<NAME>: a profiler in front of the server. A wrapper that starts with a
+        # python ("python -m cProfile -o f.prof") takes the place of the interpreter; any other
+        # ("py-spy record -o f.svg --") goes in front of the whole command.
+        wrap = os.environ.get(f"BENCH_WRAP_{name.upper()}", "").split()
+        if wrap and Path(wrap[0]).name.startswith("python"):
+            argv = wrap + (argv[1:] if argv[0] == sys.executable else argv)
+        elif wrap:
+            argv = wrap + argv
+        LOG_DIR.mkdir(exist_ok=True)
+        self.log_path = LOG_DIR / f"{name}-{tag}.stderr"
+        self._log = open(self.log_path, "wb")  # noqa: SIM115
+        self.t_spawn = time.perf_counter()
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, cwd=ROOT, env=env, bufsize=0
+        )
+        assert self.proc.stdin and self.proc.stdout
+        self.fd_in = self.proc.stdin.fileno()
+        self.fd_out = self.proc.stdout.fileno()
+        os.set_blocking(self.fd_out, False)
+        os.set_blocking(self.fd_in, False)
+        if PIPE_SIZE:
+            for fd in (self.fd_in, self.fd_out):
+                with contextlib.suppress(OSError):
+                    fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE)
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.fd_out, selectors.EVENT_READ)
+        self.ps = psutil.Process(self.proc.pid)
+        self._parts: list[bytes] = []
+        self._pending_out = b""
+        self.next_id = 1
+        self.startup_s: float | None = None
+        self._pyspy: subprocess.Popen[bytes] | None = None
+
+    # -- raw I/O
+    def send(self, data: bytes) -> None:
+        """Queue bytes for the server and write what the pipe takes now."""
+        self._pending_out += data
+        self._drain_out()
+
+    def _drain_out(self) -> None:
+        while self._pending_out:
+            try:
+                n = os.write(self.fd_in, self._pending_out)
+            except BlockingIOError:
+                return
+            except BrokenPipeError as exc:
+                raise ServerError(f"{self.name}: server closed its stdin ({self._tail()})") from exc
+            self._pending_out = self._pending_out[n:]
+
+    def recv_lines(self, timeout: float) -> list[bytes] | None:
+        """Whole lines that arrived within timeout; None if nothing arrived at all."""
+        if self._pending_out:
+            self._drain_out()
+        if not self.sel.select(timeout):
+            if self.proc.poll() is not None:
+                raise ServerError(f"{self.name}: server exited with {self.proc.returncode} ({self._tail()})")
+            return None
+        lines: list[bytes] = []
+        got_any = False
+        while True:
+            try:
+                chunk = os.read(self.fd_out, 1 << 20)
+            except BlockingIOError:
+                break
+            if not chunk:
+                if not got_any:
+                    self.proc.wait(5)
+                    raise ServerError(f"{self.name}: server closed stdout ({self._tail()})")
+                break
+            got_any = True
+            if b"\n" not in chunk:  # part of a long message: keep the pieces, join once
+                self._parts.append(chunk)
+                continue
+            if self._parts:
+                self._parts.append(chunk)
+                chunk = b"".join(self._parts)
+                self._parts = []
+            *new, rest = chunk.split(b"\n")
+            lines.extend(new)
+            if rest:
+                self._parts.append(rest)
+        return lines
+
+    def _tail(self) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return "no log"
+        return " | ".join(text[-3:]) or "no stderr"
+
+    # -- JSON-RPC helpers
+    def request(self, method: str, params: dict[str, Any] | None = None, timeout: float = 60.0) -> dict[str, Any]:
+        rid = self.next_id
+        self.next_id += 1
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(orjson.dumps(msg) + b"\n")
+        deadline = time.perf_counter() + timeout
+        while True:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                raise ServerError(f"{self.name}: no reply to {method} within {timeout:.0f} s")
+            for line in self.recv_lines(min(left, 0.5)) or ():
+                if not line.strip():
+                    continue
+                reply = orjson.loads(line)
+                if reply.get("id") == rid and "method" not in reply:
+                    if "error" in reply:
+                        raise ServerError(f"{self.name}: {method} -> {reply['error']}")
+                    return reply["result"]  # type: ignore[no-any-return]
+                self._answer_server_request(reply)
+
+    def _answer_server_request(self, msg: dict[str, Any]) -> None:
+        if "method" in msg and "id" in msg:  # a request from the server (ping, roots/list): answer empty
+            self.send(orjson.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {}}) + b"\n")
+
+    def handshake(self, timeout: float) -> float:
+        """initialize + notifications/initialized; returns seconds from spawn to the initialize reply."""
+        self.request(
+            "initialize",
+            {
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "resourcekit-bench", "version": "0"},
+            },
+            timeout=timeout,
+        )
+        self.startup_s = time.perf_counter() - self.t_spawn
+        self.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        self._maybe_profile()
+        return self.startup_s
+
+    def _maybe_profile(self) -> None:
+        """BENCH_PYSPY_DIR=dir: sample the server with py-spy (collapsed stacks) from here on."""
+        out_dir = os.environ.get("BENCH_PYSPY_DIR")
+        pyspy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+        if not out_dir or not Path(pyspy).exists():
+            return
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        out = Path(out_dir) / f"{self.log_path.stem.replace('.stderr', '')}.txt"
+        self._pyspy = subprocess.Popen(
+            [pyspy, "record", "--pid", str(self.proc.pid), "--rate", "250", "--nonblocking", "--threads",
+             "--format", "raw", "--output", str(out)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        time.sleep(0.3)  # let it attach
+
+    # -- measurements of the child
+    def cpu_s(self) -> float:
+        t = self.ps.cpu_times()
+        return t.user + t.system
+
+    def peak_rss_mib(self) -> float:
+        try:
+            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return float("nan")
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()  # type: ignore[union-attr]
+        try:
+            self.proc.wait(3)
+        except subprocess.TimeoutExpired:
+            self.proc.terminate()
+            try:
+                self.proc.wait(3)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self._pyspy is not None:
+            try:
+                self._pyspy.wait(20)
+            except subprocess.TimeoutExpired:
+                self._pyspy.terminate()
+        self.sel.close()
+        self.proc.stdout.close()  # type: ignore[union-attr]
+        self._log.close()
+
+
+# --------------------------------------------------------------------------- load
+
+
+def pipelined_reads(
+    srv: Server, uris: Callable[[int], str], duration: float, depth: int, warmup: int, check: Callable[[dict], None]
+) -> dict[str, float]:
+    """Keep `depth` resources/read requests in flight for `duration` seconds."""
+    sent_at: dict[int, int] = {}
+    lat_ns: list[int] = []
+    n = 0
+
+    def make(k: int) -> bytes:
+        nonlocal n
+        rid = srv.next_id
+        srv.next_id += 1
+        n += 1
+        sent_at[rid] = k
+        return b'{"jsonrpc":"2.0","id":%d,"method":"resources/read","params":{"uri":%s}}\n' % (
+            rid,
+            orjson.dumps(uris(n)),
+        )
+
+    def run_phase(total: int | None, seconds: float | None, record: bool) -> tuple[int, float]:
+        done = 0
+        in_flight = 0
+        t0 = time.perf_counter()
+        stop_sending = False
+        now_ns = time.perf_counter_ns()
+        batch = [make(now_ns) for _ in range(depth)]
+        in_flight = depth
+        srv.send(b"".join(batch))
+        started = depth
+        checked = False
+        while in_flight:
+            lines = srv.recv_lines(30.0)
+            if lines is None:
+                raise ServerError(f"{srv.name}: stalled with {in_flight} reads in flight")
+            now_ns = time.perf_counter_ns()
+            got = 0
+            for line in lines:
+                if not line:
+                    continue
+                msg = orjson.loads(line)
+                rid = msg.get("id")
+                if rid is None or "method" in msg:
+                    srv._answer_server_request(msg)
+                    continue
+                if "result" not in msg:
+                    raise ServerError(f"{srv.name}: read failed: {line[:300]!r}")
+                if not checked:
+                    check(msg["result"])
+                    checked = True
+                t_sent = sent_at.pop(rid)
+                if record:
+                    lat_ns.append(now_ns - t_sent)
+                got += 1
+            in_flight -= got
+            done += got
+            if not stop_sending:
+                if seconds is not None and time.perf_counter() - t0 >= seconds:
+                    stop_sending = True
+                if total is not None and started >= total:
+                    stop_sending = True
+            if not stop_sending and got:
+                srv.send(b"".join([make(now_ns) for _ in range(got)]))
+                in_flight += got
+                started += got
+        return done, time.perf_counter() - t0
+
+    run_phase(warmup, None, record=False)
+    cpu0 = srv.cpu_s()
+    me0 = resource.getrusage(resource.RUSAGE_SELF)
+    done, elapsed = run_phase(None, duration, record=True)
+    cpu = srv.cpu_s() - cpu0
+    me1 = resource.getrusage(resource.RUSAGE_SELF)
+    client_cpu = (me1.ru_utime - me0.ru_utime) + (me1.ru_stime - me0.ru_stime)
+    lat_ns.sort()
+    return {
+        "reads": done,
+        "seconds": elapsed,
+        "rps": done / elapsed,
+        "p50_ms": lat_ns[len(lat_ns) // 2] / 1e6,
+        "p99_ms": lat_ns[min(len(lat_ns) - 1, int(len(lat_ns) * 0.99))] / 1e6,
+        "cpu_us_per_read": cpu / done * 1e6,
+        "server_cpu_share": cpu / elapsed,  # 1.0 = one core busy all the time
+        "client_cpu_share": client_cpu / elapsed,
+    }
+
+
+def _text_of(result: dict[str, Any]) -> str:
+    contents = result["contents"]
+    return contents[0].get("text")  # type: ignore[no-any-return]
+
+
+sys.path.insert(0, str(SERVERS_DIR))
+import _content as content  # noqa: E402
+
+sys.path.pop(0)
+
+
+@dataclass
+class Config:
+    quick: bool
+    runs: int
+    w1_seconds: float
+    w3_seconds: float
+    w6_seconds: float
+    depth: int = 64
+    w6_depth: int = int(os.environ.get("BENCH_W6_DEPTH", "4"))
+    w4_spawns: int = 3
+    list_sizes: tuple[str, ...] = ("list10k", "list100k")
+    startup_timeout: float = 120.0
+    slow_once: dict[tuple[str, str], float] = field(default_factory=dict)  # (server, workload) -> timeout, 1 run
+    skip: set[tuple[str, str]] = field(default_factory=set)  # (server, workload) not measured
+
+
+def w1(name: str, cfg: Config, tag: str) -> dict[str, Any]:
+    srv = Server(name, "small", tag)
+    try:
+        startup = srv.handshake(cfg.startup_timeout)
+
+        def check(result: dict[str, Any]) -> None:
+            assert _text_of(result) == content.SMALL_TEXT, result
+
+        r = pipelined_reads(srv, lambda i: content.SMALL_URI, cfg.w1_seconds, cfg.depth, 500, check)
+        r["startup_s"] = startup
+        r["peak_rss_mib"] = srv.peak_rss_mib()
+        return r
+    finally:
+        srv.close()
+
+
+def w3(name: str, cfg: Config, tag: str) -> dict[str, Any]:
+    srv = Server(name, "templates", tag)
+    try:
+        startup = srv.handshake(cfg.startup_timeout)
+        uris = [
+            f"tpl{(j * 7919) % content.N_TEMPLATES}://item/{j}" for j in range(4096)
+        ]  # every template, in a scattered order
+
+        def check(result: dict[str, Any]) -> None:
+            text = _text_of(result)
+            assert text.startswith("item ") and " of template " in text, result
+
+        r = pipelined_reads(srv, lambda i: uris[i & 4095], cfg.w3_seconds, cfg.depth, 500, check)
+        r["startup_s"] = startup
+        r["peak_rss_mib"] = srv.peak_rss_mib()
+        return r
+    finally:
+        srv.close()
+
+
+def w6(name: str, cfg: Config, tag: str) -> dict[str, Any]:
+    srv = Server(name, "big", tag)
+    big = content.big_text()
+    try:
+        startup = srv.handshake(cfg.startup_timeout)
+
+        def check(result: dict[str, Any]) -> None:
+            assert _text_of(result) == big, "1 MiB content differs"
+
+        r = pipelined_reads(srv, lambda i: content.BIG_URI, cfg.w6_seconds, cfg.w6_depth, 20, check)
+        r["mb_per_s"] = r["rps"] * len(big) / 1e6
+        r["startup_s"] = startup
+        r["peak_rss_mib"] = srv.peak_rss_mib()
+        return r
+    finally:
+        srv.close()
+
+
+def w2(name: str, workload: str, cfg: Config, tag: str, timeout: float) -> dict[str, Any]:
+    expected = content.LIST_SIZES[workload]
+    srv = Server(name, workload, tag)
+    try:
+        try:
+            startup = srv.handshake(timeout)
+        except ServerError as exc:
+            if "within" in str(exc):
+                return {"timeout_s": timeout, "error": str(exc)}
+            raise
+        t0 = time.perf_counter()
+        cursor = None
+        pages = 0
+        seen = 0
+        while True:
+            result = srv.request("resources/list", {"cursor": cursor} if cursor else {}, timeout=timeout)
+            pages += 1
+            seen += len(result["resources"])
+            cursor = result.get("nextCursor")
+            if not cursor:
+                break
+            if pages > expected:
+                raise ServerError(f"{name}: listing does not end")
+        walk = time.perf_counter() - t0
+        if seen != expected:
+            raise ServerError(f"{name}: listed {seen} resources, expected {expected}")
+        return {"pages": pages, "walk_s": walk, "startup_s": startup, "peak_rss_mib": srv.peak_rss_mib()}
+    finally:
+        srv.close()
+
+
+def w4(name: str, cfg: Config, tag: str) -> dict[str, Any]:
+    times = []
+    for k in range(cfg.w4_spawns):
+        srv = Server(name, "small", f"{tag}-{k}")
+        try:
+            times.append(srv.handshake(cfg.startup_timeout) * 1000)
+        finally:
+            srv.close()
+    return {"startup_ms": statistics.median(times), "samples_ms": times}
+
+
+# --------------------------------------------------------------------------- orchestration
+
+
+def available_servers(wanted: list[str]) -> list[str]:
+    out = []
+    for name in wanted:
+        if name == "resourcekit":
+            probe = subprocess.run(
+                [sys.executable, "-c", "from resourcekit import App; import resourcekit.cli"],
+                capture_output=True,
+                text=True,
+            )
+            if probe.returncode != 0:
+                last = (probe.stderr.strip().splitlines() or ["?"])[-1]
+                print(f"!! resourcekit is not importable, skipped: {last}", file=sys.stderr)
+                continue
+        out.append(name)
+    return out
+
+
+def median_of(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    good = [s for s in samples if "error" not in s]
+    if not good:
+        return dict(samples[0]) if samples else {}
+    keys = [k for k, v in good[0].items() if isinstance(v, (int, float))]
+    return {k: statistics.median(s[k] for s in good) for k in keys}
+
+
+def run_all(cfg: Config, servers: list[str], workloads: list[str]) -> dict[str, Any]:
+    results: dict[str, dict[str, list[dict[str, Any]]]] = {}
+
+    def record(workload: str, name: str, sample: dict[str, Any]) -> None:
+        results.setdefault(workload, {}).setdefault(name, []).append(sample)
+
+    def measure(workload: str, name: str, fn: Callable[[], dict[str, Any]]) -> None:
+        t = time.perf_counter()
+        try:
+            sample = fn()
+        except Exception as exc:  # a server that fails is reported, not fatal
+            sample = {"error": f"{type(exc).__name__}: {exc}"}
+        record(workload, name, sample)
+        brief = {k: round(v, 3) if isinstance(v, float) else v for k, v in sample.items() if k != "samples_ms"}
+        print(f"  {workload:9s} {name:12s} {time.perf_counter() - t:6.1f}s  {brief}", file=sys.stderr, flush=True)
+
+    plan: list[tuple[str, Callable[[str, int], Callable[[], dict[str, Any]]]]] = []
+    if "w1" in workloads:
+        plan.append(("W1", lambda n, r: lambda: w1(n, cfg, f"w1-{r}")))
+    if "w3" in workloads:
+        plan.append(("W3", lambda n, r: lambda: w3(n, cfg, f"w3-{r}")))
+    if "w6" in workloads:
+        plan.append(("W6", lambda n, r: lambda: w6(n, cfg, f"w6-{r}")))
+    if "w4" in workloads:
+        plan.append(("W4", lambda n, r: lambda: w4(n, cfg, f"w4-{r}")))
+    for wl, fnf in plan:
+        print(f"== {wl}", file=sys.stderr)
+        for r in range(cfg.runs):
+            for name in servers:
+                measure(wl, name, fnf(name, r))
+    if "w2" in workloads:
+        for size in cfg.list_sizes:
+            wl = f"W2-{size}"
+            print(f"== {wl}", file=sys.stderr)
+            for r in range(cfg.runs):
+                for name in servers:
+                    if (name, size) in cfg.skip:
+                        continue
+                    once = cfg.slow_once.get((name, size))
+                    if once is not None and r > 0:
+                        continue
+                    timeout = once if once is not None else cfg.startup_timeout
+                    measure(wl, name, lambda n=name, s=size, r=r, t=timeout: w2(n, s, cfg, f"{s}-{r}", t))
+    return {
+        wl: {name: {"median": median_of(samples), "runs": samples} for name, samples in per.items()}
+        for wl, per in results.items()
+    }
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _get(res: dict[str, Any], wl: str, name: str, key: str) -> float | None:
+    try:
+        v = res[wl][name]["median"].get(key)
+    except KeyError:
+        return None
+    return v if isinstance(v, (int, float)) else None
+
+
+def _timed_out(res: dict[str, Any], wl: str, name: str) -> float | None:
+    try:
+        return res[wl][name]["median"].get("timeout_s")  # type: ignore[no-any-return]
+    except KeyError:
+        return None
+
+
+def _fmt(v: float | None, digits: int = 3) -> str:
+    if v is None:
+        return "—"
+    if v >= 1000:
+        return f"{v:,.0f}"
+    if v >= 100:
+        return f"{v:.0f}"
+    if v >= 10:
+        return f"{v:.1f}"
+    return f"{v:.{digits}g}" if v < 1 else f"{v:.2f}"
+
+
+ROWS: list[tuple[str, str, str, bool]] = [
+    # label, workload, key, higher_is_better
+    ("W1 small reads, req/s (64 in flight)", "W1", "rps", True),
+    ("W1 p50 latency, ms", "W1", "p50_ms", False),
+    ("W1 p99 latency, ms", "W1", "p99_ms", False),
+    ("W1 server CPU per read, µs", "W1", "cpu_us_per_read", False),
+    ("W1 server peak RSS, MiB", "W1", "peak_rss_mib", False),
+    ("W2 10k: pages", "W2-list10k", "pages", False),
+    ("W2 10k: walk s", "W2-list10k", "walk_s", False),
+    ("W2 10k: start-up s", "W2-list10k", "startup_s", False),
+    ("W2 10k: peak RSS, MiB", "W2-list10k", "peak_rss_mib", False),
+    ("W2 100k: pages", "W2-list100k", "pages", False),
+    ("W2 100k: walk s", "W2-list100k", "walk_s", False),
+    ("W2 100k: start-up s", "W2-list100k", "startup_s", False),
+    ("W2 100k: peak RSS, MiB", "W2-list100k", "peak_rss_mib", False),
+    ("W3 reads across 1,000 templates, req/s", "W3", "rps", True),
+    ("W3 p50 / p99 latency, ms", "W3", "p50_ms", False),
+    ("W3 server CPU per read, µs", "W3", "cpu_us_per_read", False),
+    ("W4 start-up to initialize reply, ms", "W4", "startup_ms", False),
+    ("W6 1 MiB reads, MB/s (4 in flight)", "W6", "mb_per_s", True),
+    ("W6 server peak RSS, MiB", "W6", "peak_rss_mib", False),
+    ("W6 server CPU per read, ms", "W6", "cpu_ms_per_read", False),
+]
+
+
+def _cell(res: dict[str, Any], wl: str, name: str, key: str) -> str:
+    if key == "cpu_ms_per_read":
+        v = _get(res, wl, name, "cpu_us_per_read")
+        return _fmt(v / 1000 if v is not None else None)
+    if key == "p50_ms" and wl == "W3":
+        a, b = _get(res, wl, name, "p50_ms"), _get(res, wl, name, "p99_ms")
+        return f"{_fmt(a)} / {_fmt(b)}" if a is not None else "—"
+    v = _get(res, wl, name, key)
+    if key == "pages" and v is not None:
+        return f"{v:,.0f}"
+    if v is None:
+        t = _timed_out(res, wl, name)
+        if t is not None:
+            return f"> {t:.0f} (timed out)" if key == "startup_s" else "—"
+        err = res.get(wl, {}).get(name, {}).get("median", {}).get("error")
+        return "error" if err else "—"
+    return _fmt(v)
+
+
+def _ratio(res: dict[str, Any], wl: str, key: str, other: str) -> str:
+    if key == "cpu_ms_per_read":
+        key = "cpu_us_per_read"
+    if key == "pages":
+        return ""
+    a, b = _get(res, wl, "resourcekit", key), _get(res, wl, other, key)
+    if a is None or b is None or b == 0:
+        if a is not None and _timed_out(res, wl, other) is not None and key == "startup_s":
+            return f"< {a / _timed_out(res, wl, other):.3g}x"  # type: ignore[operator]
+        return "—"
+    return f"{a / b:.3g}x"
+
+
+def targets(res: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
+    g = lambda wl, n, k: _get(res, wl, n, k)  # noqa: E731
+    out: list[tuple[str, str, bool | None]] = []
+
+    def add(label: str, value: float | None, ok: Callable[[float], bool], fmt: str) -> None:
+        out.append((label, "—" if value is None else fmt.format(value), None if value is None else ok(value)))
+
+    rk1, mcp1, raw1 = g("W1", "resourcekit", "rps"), g("W1", "mcp", "rps"), g("W1", "raw", "rps")
+    add("W1 req/s ≥ 25x mcp", rk1 / mcp1 if rk1 and mcp1 else None, lambda v: v >= 25, "{:.1f}x")
+    add("W1 req/s ≥ 0.2x raw", rk1 / raw1 if rk1 and raw1 else None, lambda v: v >= 0.2, "{:.2f}x")
+    rk3 = g("W3", "resourcekit", "rps")
+    add("W3 req/s ≥ 0.8x own W1", rk3 / rk1 if rk3 and rk1 else None, lambda v: v >= 0.8, "{:.2f}x")
+    s100 = g("W2-list100k", "resourcekit", "startup_s")
+    add("W2 100k start-up < 1 s", s100, lambda v: v < 1, "{:.3f} s")
+    a, b = g("W2-list100k", "resourcekit", "walk_s"), g("W2-list100k", "raw", "walk_s")
+    add("W2 100k walk ≤ 3x raw", a / b if a and b else None, lambda v: v <= 3, "{:.2f}x")
+    a, b = g("W2-list10k", "resourcekit", "walk_s"), g("W2-list10k", "raw", "walk_s")
+    add("W2 10k walk ≤ 3x raw", a / b if a and b else None, lambda v: v <= 3, "{:.2f}x")
+    a, b = g("W4", "resourcekit", "startup_ms"), g("W4", "raw", "startup_ms")
+    add("W4 start-up ≤ 1.5x raw", a / b if a and b else None, lambda v: v <= 1.5, "{:.2f}x")
+    a, b = g("W6", "resourcekit", "mb_per_s"), g("W6", "raw", "mb_per_s")
+    add("W6 MB/s ≥ 0.9x raw", a / b if a and b else None, lambda v: v >= 0.9, "{:.2f}x")
+    a, b = g("W6", "resourcekit", "peak_rss_mib"), g("W6", "raw", "peak_rss_mib")
+    add("W6 RSS ≤ 1.5x raw", a / b if a and b else None, lambda v: v <= 1.5, "{:.2f}x")
+    return out
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    res = doc["results"]
+    names = [n for n in SERVER_NAMES if n in doc["servers"]]
+    head = {"resourcekit": "resourcekit", "mcp": f"mcp {doc['versions'].get('mcp', '')}",
+            "fastmcp": f"fastmcp {doc['versions'].get('fastmcp', '')}", "raw": "raw orjson loop"}
+    cols = [head[n] for n in names]
+    ratio_cols = [o for o in ("mcp", "fastmcp", "raw") if o in names and "resourcekit" in names]
+    lines = [
+        "# Benchmark results",
+        "",
+        f"Measured {doc['date']} on {doc['machine']} — {doc['mode']} run, {doc['runs']} run(s) per server, "
+        "servers alternating; figures are medians. Only ratios from one run compare well.",
+        "",
+        "| workload | " + " | ".join(cols) + "".join(f" | rk/{o}" for o in ratio_cols) + " |",
+        "|---" * (1 + len(cols) + len(ratio_cols)) + "|",
+    ]
+    for label, wl, key, _hib in ROWS:
+        if wl not in res:
+            continue
+        cells = [_cell(res, wl, n, key) for n in names]
+        if key == "p50_ms" and wl == "W3":
+            ratios = [_ratio(res, wl, "p50_ms", o) for o in ratio_cols]
+        else:
+            ratios = [_ratio(res, wl, key, o) for o in ratio_cols]
+        lines.append(f"| {label} | " + " | ".join(cells) + "".join(f" | {r}" for r in ratios) + " |")
+    lines += ["", "Ratios are resourcekit ÷ other: above 1 is better for req/s and MB/s, below 1 is better for "
+              "latency, CPU, RSS, seconds.", ""]
+    if "resourcekit" in names:
+        lines += ["## Targets", "", "| target | measured | met |", "|---|---|---|"]
+        for label, value, ok in targets(res):
+            lines.append(f"| {label} | {value} | {'yes' if ok else ('—' if ok is None else '**no**')} |")
+        lines.append("")
+    errors = [
+        f"- {wl} / {n}: {s['error']}"
+        for wl, per in res.items()
+        for n, d in per.items()
+        for s in d["runs"]
+        if "error" in s and "timeout_s" not in s
+    ]
+    if errors:
+        lines += ["## Errors", "", *errors, ""]
+    lines += [
+        "## Set-up",
+        "",
+        *[f"- {k}: {v}" for k, v in doc["versions"].items()],
+        f"- client: one Python process, raw JSON-RPC over the child's pipes (orjson, selectors), "
+        f"protocolVersion {PROTOCOL_VERSION}; W1/W3 keep {doc['config']['depth']} reads in flight for "
+        f"{doc['config']['w1_seconds']} s, W6 keeps {doc['config']['w6_depth']} in flight for "
+        f"{doc['config']['w6_seconds']} s; W4 is the median of {doc['config']['w4_spawns']} spawns per run.",
+        "- server CPU: user+system time of the child (all its threads) over the timed window ÷ reads.",
+        "- peak RSS: VmHWM of the child at the end of the workload.",
+        "- W2 start-up is spawn → initialize reply with all resources registered; walk is the time to follow "
+        "nextCursor from the first resources/list to the last page.",
+    ]
+    if doc.get("notes"):
+        lines += ["", "## Notes", "", *[f"- {n}" for n in doc["notes"]]]
+    if doc.get("chart"):
+        lines += ["", f"![chart]({doc['chart']})"]
+    elif doc.get("ascii_chart"):
+        lines += ["", "```", doc["ascii_chart"], "```"]
+    return "\n".join(lines) + "\n"
+
+
+CHART_METRICS = [
+    ("W1 req/s", "W1", "rps"),
+    ("W3 req/s (1,000 templates)", "W3", "rps"),
+    ("W6 MB/s (1 MiB reads)", "W6", "mb_per_s"),
+    ("W4 start-up ms (lower is better)", "W4", "startup_ms"),
+    ("W2 10k start-up s (lower is better)", "W2-list10k", "startup_s"),
+    ("W1 peak RSS MiB (lower is better)", "W1", "peak_rss_mib"),
+]
+
+
+def chart(doc: dict[str, Any], path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    res = doc["results"]
+    names = [n for n in SERVER_NAMES if n in doc["servers"]]
+    colors = {"resourcekit": "#2b7bba", "mcp": "#999999", "fastmcp": "#c9a227", "raw": "#444444"}
+    fig, axes = plt.subplots(2, 3, figsize=(13, 7))
+    for ax, (title, wl, key) in zip(axes.flat, CHART_METRICS, strict=False):
+        vals = [(_get(res, wl, n, key) or 0.0) for n in names]
+        bars = ax.bar(names, vals, color=[colors[n] for n in names])
+        ax.set_title(title, fontsize=10)
+        positive = [v for v in vals if v > 0]
+        if positive and max(positive) / min(positive) > 30:
+            ax.set_yscale("log")
+        for b, v in zip(bars, vals, strict=True):
+            xy = (b.get_x() + b.get_width() / 2, b.get_height() or 1)
+            ax.annotate(_fmt(v) if v else "n/a", xy, ha="center", va="bottom", fontsize=8)
+        ax.tick_params(axis="x", labelsize=8)
+    fig.suptitle(f"resourcekit vs mcp vs fastmcp vs raw loop — medians ({doc['mode']} run, {doc['date']})", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
+
+
+def ascii_chart(doc: dict[str, Any]) -> str:
+    res = doc["results"]
+    names = [n for n in SERVER_NAMES if n in doc["servers"]]
+    out = []
+    for title, wl, key in CHART_METRICS:
+        vals = {n: _get(res, wl, n, key) or 0.0 for n in names}
+        top = max(vals.values()) or 1
+        out.append(title)
+        for n, v in vals.items():
+            out.append(f"  {n:12s} {'#' * max(0, round(40 * v / top)):40s} {_fmt(v)}")
+    return "\n".join(out)
+
+
+def versions() -> dict[str, str]:
+    from importlib import metadata
+
+    out = {"python": platform.python_version()}
+    for dist in ("resourcekit", "mcp", "fastmcp", "orjson", "anyio", "pydantic"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            out[dist] = metadata.version(dist)
+    return out
+
+
+def default_notes(cfg: Config, servers: list[str]) -> list[str]:
+    notes = []
+    if "fastmcp" in servers:
+        notes.append(
+            "fastmcp 4.1.6 is installed with `--no-deps` (its `server` extra asks for certifi>=2026.10.19, newer "
+            "than the package index here serves: 2026.10.18 is used); its other requirements come from resolving "
+            "fastmcp 4.1.2, the newest release that installs cleanly (see requirements.txt)."
+        )
+    once = [f"{n} {w}" for (n, w), _ in cfg.slow_once.items() if n in servers and (n, w) not in cfg.skip
+            and w in cfg.list_sizes]
+    if once and cfg.runs > 1:
+        notes.append("measured in one run only (slow start-up): " + ", ".join(once) + ".")
+    skipped = [f"{n} {w}" for n, w in cfg.skip if n in servers and w in cfg.list_sizes]
+    if skipped:
+        notes.append("not measured in this mode: " + ", ".join(skipped) + ".")
+    notes.append(
+        f"pipes between client and server are {PIPE_SIZE // 1024} KiB (F_SETPIPE_SZ)" if PIPE_SIZE
+        else "pipes between client and server have the system default size (64 KiB)"
+    )
+    return notes
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="1 run, short durations, 10k list only (~1 minute)")
+    p.add_argument("--runs", type=int, help="runs per server (default 3, quick 1)")
+    p.add_argument("--servers", default=",".join(SERVER_NAMES), help="comma list of " + ",".join(SERVER_NAMES))
+    p.add_argument("--workloads", default="w1,w2,w3,w4,w6", help="comma list of w1,w2,w3,w4,w6")
+    p.add_argument("--seconds", type=float, help="duration of each W1/W3/W6 run")
+    p.add_argument("--no-write", action="store_true", help="print only; leave results.json/RESULTS.md alone")
+    p.add_argument("--note", action="append", default=[], help="a line for the Notes section of RESULTS.md")
+    p.add_argument("--report-only", action="store_true", help="rewrite RESULTS.md and chart.png from results.json")
+    args = p.parse_args(argv)
+    if args.report_only:
+        doc = orjson.loads((HERE / "results.json").read_bytes())
+        doc["notes"] = [n for n in doc.get("notes", []) if n not in args.note] + args.note
+        if chart(doc, HERE / "chart.png"):
+            doc["chart"] = "chart.png"
+        md = markdown(doc)
+        (HERE / "RESULTS.md").write_text(md)
+        (HERE / "results.json").write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+        print(md)
+        return 0
+
+    quick = args.quick
+    secs = args.seconds or (1.0 if quick else 3.0)
+    cfg = Config(
+        quick=quick,
+        runs=args.runs or (1 if quick else 3),
+        w1_seconds=secs,
+        w3_seconds=secs,
+        w6_seconds=secs,
+        w4_spawns=1 if quick else 3,
+        list_sizes=("list10k",) if quick else ("list10k", "list100k"),
+    )
+    # fastmcp registers quadratically (10k resources take over a minute to start here): it is
+    # measured once at 10k (not at all by --quick) and at 100k tried once and given up after 60 s.
+    cfg.slow_once[("fastmcp", "list10k")] = 240.0
+    cfg.slow_once[("fastmcp", "list100k")] = 60.0
+    cfg.slow_once[("mcp", "list100k")] = 240.0  # ~40 s to start here: once keeps a full run under 10 minutes
+    if quick:
+        cfg.skip.add(("fastmcp", "list10k"))
+
+    servers = available_servers([s for s in args.servers.split(",") if s])
+    if not servers:
+        print("no server to run", file=sys.stderr)
+        return 1
+    workloads = [w.strip().lower() for w in args.workloads.split(",") if w.strip()]
+    t0 = time.perf_counter()
+    print(f"servers: {servers}; workloads: {workloads}; runs: {cfg.runs}", file=sys.stderr)
+    results = run_all(cfg, servers, workloads)
+    doc: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}",
+        "mode": "quick" if quick else "full",
+        "runs": cfg.runs,
+        "servers": servers,
+        "versions": versions(),
+        "config": {
+            "depth": cfg.depth,
+            "w6_depth": cfg.w6_depth,
+            "w1_seconds": cfg.w1_seconds,
+            "w6_seconds": cfg.w6_seconds,
+            "w4_spawns": cfg.w4_spawns,
+            "list_sizes": list(cfg.list_sizes),
+            "server_argv": {n: server_argv(n) for n in servers},
+        },
+        "results": results,
+        "notes": default_notes(cfg, servers) + args.note,
+        "elapsed_s": time.perf_counter() - t0,
+    }
+    if not args.no_write:
+        if chart(doc, HERE / "chart.png"):
+            doc["chart"] = "chart.png"
+        else:
+            doc["ascii_chart"] = ascii_chart(doc)
+    else:
+        doc["ascii_chart"] = ascii_chart(doc)
+    md = markdown(doc)
+    print(md)
+    if not args.no_write:
+        (HERE / "results.json").write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+        (HERE / "RESULTS.md").write_text(md)
+        print(f"wrote {HERE / 'results.json'} and {HERE / 'RESULTS.md'} in {doc['elapsed_s']:.0f} s", file=sys.stderr)
+    shutil.rmtree(LOG_DIR, ignore_errors=True) if os.environ.get("BENCH_DROP_LOGS") else None
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
