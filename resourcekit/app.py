@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import threading
+import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -187,13 +187,14 @@ class App:
     def _signature(self, fn: Callable[..., Any]) -> Signature:
         if not callable(fn):
             raise DefinitionError(f"{fn!r} is not callable")
-        try:
-            return self._sig_cache[fn]
-        except (KeyError, TypeError):
-            pass
+        key = _signature_key(fn)
+        if key is not None:
+            cached = self._sig_cache.get(key)
+            if cached is not None:
+                return cached
         sig = inspect_handler(fn)
-        with contextlib.suppress(TypeError):  # unhashable callables are simply not cached
-            self._sig_cache[fn] = sig
+        if key is not None:
+            self._sig_cache[key] = sig
         return sig
 
     def _add(
@@ -365,6 +366,21 @@ class App:
 
     def __repr__(self) -> str:
         return f"App({self.name!r}, {len(self.resources)} resources, {len(self.templates)} templates)"
+
+
+def _signature_key(fn: Callable[..., Any]) -> Any:
+    """What a signature depends on: closures made by one ``def`` share it (None: don't cache)."""
+    code = getattr(fn, "__code__", None)
+    if code is None or not isinstance(fn, types.FunctionType):
+        return None
+    kwdefaults = fn.__kwdefaults__
+    key = (code, fn.__defaults__, tuple(kwdefaults.items()) if kwdefaults else None,
+           tuple(fn.__annotations__.items()), fn.__doc__, fn.__name__)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _choices_completer(choices: Iterable[str]) -> Callable[[str], list[str]]:

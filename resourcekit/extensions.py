@@ -100,22 +100,38 @@ def _add_seed_fields(wire: dict[str, Any], handler: Handler, req: Request) -> No
 
 # --- decorating standard objects for clients that opted in ------------------------------
 
-
-def decorate_resource(wire: dict[str, Any], handler: Handler, req: Request) -> None:
-    if req.conn.wants(SEP_2093, req):
-        wire.setdefault("capabilities", capabilities(handler))
-    if req.conn.wants(RESOURCES_GET, req):
-        _add_seed_fields(wire, handler, req)
+Decorate = Callable[[dict[str, Any], "Handler", "Request"], None]
 
 
-def decorate_template(wire: dict[str, Any], handler: Handler, req: Request) -> None:
-    if req.conn.wants(SEP_2093, req):
-        wire["capabilities"] = capabilities(handler)  # an upper bound for every instance
-    if req.conn.wants(RESOURCES_GET, req):
-        if handler.kind is not None:
-            wire["kind"] = handler.kind
-        if handler.metadata:
-            wire["metadata"] = dict(handler.metadata)
+def resource_decorator(req: Request) -> Decorate | None:
+    sep, seed = req.conn.wants(SEP_2093, req), req.conn.wants(RESOURCES_GET, req)
+    if not (sep or seed):
+        return None
+
+    def decorate(wire: dict[str, Any], handler: Handler, req: Request) -> None:
+        if sep:
+            wire.setdefault("capabilities", capabilities(handler))
+        if seed:
+            _add_seed_fields(wire, handler, req)
+
+    return decorate
+
+
+def template_decorator(req: Request) -> Decorate | None:
+    sep, seed = req.conn.wants(SEP_2093, req), req.conn.wants(RESOURCES_GET, req)
+    if not (sep or seed):
+        return None
+
+    def decorate(wire: dict[str, Any], handler: Handler, req: Request) -> None:
+        if sep:
+            wire["capabilities"] = capabilities(handler)  # an upper bound for every instance
+        if seed:
+            if handler.kind is not None:
+                wire["kind"] = handler.kind
+            if handler.metadata:
+                wire["metadata"] = dict(handler.metadata)
+
+    return decorate
 
 
 def decorate_read(req: Request, handler: Handler, uri: str, contents: list[dict[str, Any]]) -> None:
@@ -318,6 +334,6 @@ def install() -> None:
     """Hook the decorators into listing and the content_changed notification into tracking."""
     from . import listing, tracking
 
-    listing._DECORATORS["resource"] = decorate_resource
-    listing._DECORATORS["template"] = decorate_template
+    listing._DECORATORS["resource"] = resource_decorator
+    listing._DECORATORS["template"] = template_decorator
     tracking._ON_UPDATED["content_changed"] = content_changed

@@ -103,8 +103,48 @@ def _is_coroutine_function(fn: Callable[..., Any]) -> bool:
     )
 
 
+_CO_COROUTINE = inspect.CO_COROUTINE
+_CO_VARIADIC = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+_RETURN_MIME: dict[Any, str | None] = {}
+
+
+def _fast_signature(fn: types.FunctionType) -> Signature | None:
+    """Parameterless plain functions (most static resources) without ``inspect``'s cost."""
+    code = fn.__code__
+    if code.co_argcount or code.co_kwonlyargcount or code.co_flags & _CO_VARIADIC:
+        return None
+    raw = fn.__annotations__.get("return", _EMPTY)
+    key = (raw, id(fn.__globals__)) if isinstance(raw, str) else raw
+    try:
+        mime = _RETURN_MIME[key]
+    except KeyError:
+        annotation = raw
+        if isinstance(raw, str):
+            try:
+                annotation = eval(raw, fn.__globals__)  # what get_type_hints does for one name
+            except Exception:
+                annotation = _EMPTY
+        mime = _RETURN_MIME[key] = mime_for_return(annotation)
+    except TypeError:  # an unhashable annotation
+        return None
+    doc = fn.__doc__
+    return Signature(
+        name=fn.__name__,
+        title=None,
+        description=inspect.cleandoc(doc) if doc else None,
+        params={},
+        context_param=None,
+        is_async=bool(code.co_flags & _CO_COROUTINE),
+        mime_type=mime,
+    )
+
+
 def inspect_handler(fn: Callable[..., Any]) -> Signature:
     """Introspect ``fn`` once. Raises UnsupportedParameterType for unconvertible params."""
+    if type(fn) is types.FunctionType:
+        fast = _fast_signature(fn)
+        if fast is not None:
+            return fast
     name = getattr(fn, "__name__", type(fn).__name__)
     try:
         hints = get_type_hints(fn, include_extras=True)
