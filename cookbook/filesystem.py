@@ -1,0 +1,160 @@
+"""Filesystem: a directory tree as ``file://`` resources, confined to its root.
+
+Files are read as text or binary by their type, directories are listable
+(``inode/directory``), listed entries carry ``size`` and ``lastModified``, and
+subscribers hear about changes by polling.  Nothing outside the root is ever
+served: ``..``, percent-encoded traversal, absolute paths and symlinks that
+leave the root all answer "resource not found".
+
+Run it:
+    RESOURCEKIT_ROOT=~/notes resourcekit run cookbook/filesystem.py    # stdio (default root: .)
+    RESOURCEKIT_ROOT=~/notes resourcekit list cookbook/filesystem.py
+    RESOURCEKIT_POLL=0.5 ...                                           # poll interval, seconds
+
+URIs are real ``file://`` URIs: with the root ``/home/me/notes`` the file
+``todo.md`` is ``file:///home/me/notes/todo.md`` and the root itself is
+``file:///home/me/notes``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from resourcekit import App, Blob, Context, ResourceNotFound, Text, UriTemplate
+from resourcekit.contents import guess_mime_type
+
+ROOT = Path(os.environ.get("RESOURCEKIT_ROOT", ".")).expanduser().resolve()
+POLL = float(os.environ.get("RESOURCEKIT_POLL", "2"))
+DIRECTORY = "inode/directory"
+BASE = ROOT.as_uri().rstrip("/")  # percent-encoded, so the root's name never reads as template syntax
+FILE_TEMPLATE = BASE + "/{+path}"
+FILE = UriTemplate(FILE_TEMPLATE)
+
+app = App("filesystem", version="1.0.0", instructions=f"The files under {ROOT}, read-only.")
+
+
+def locate(path: str) -> Path | None:
+    """The file or directory ``path`` names under ROOT, or None if it names nothing we serve.
+
+    ``path`` arrives percent-decoded, so ``%2e%2e`` is already ``..`` here. Only the
+    canonical spelling is accepted (no ``.``, ``..`` or empty segments, not absolute),
+    so each file has exactly one URI; symlinks are followed, but only within ROOT.
+    """
+    if not path or path.startswith("/") or "\0" in path:
+        return None
+    if any(part in ("", ".", "..") for part in path.split("/")):
+        return None
+    try:
+        full = (ROOT / path).resolve(strict=True)
+    except (OSError, RuntimeError):  # missing, unreadable, or a symlink loop
+        return None
+    return full if full.is_relative_to(ROOT) else None
+
+
+def entry(full: Path, rel: str) -> dict[str, Any] | None:
+    """A listed Resource's fields for ``full`` (None if it vanished meanwhile)."""
+    try:
+        st = full.stat()
+    except OSError:
+        return None
+    modified = dt.datetime.fromtimestamp(st.st_mtime, dt.timezone.utc).isoformat()
+    item: dict[str, Any] = {"name": rel or ROOT.name, "annotations": {"lastModified": modified}}
+    if stat.S_ISDIR(st.st_mode):
+        item["mimeType"] = DIRECTORY
+    else:
+        mime_type = guess_mime_type(full.name, "")
+        if mime_type:  # without an extension only a read can tell text from binary
+            item["mimeType"] = mime_type
+        item["size"] = st.st_size
+    return item
+
+
+def entries(directory: Path, rel: str) -> Iterator[tuple[Path, str]]:
+    """The direct children of a directory that stay within ROOT, sorted by name."""
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return
+    for name in names:
+        child_rel = f"{rel}/{name}" if rel else name
+        full = locate(child_rel)
+        if full is not None:
+            yield full, child_rel
+
+
+def children_of(directory: Path, rel: str) -> Iterator[dict[str, Any]]:
+    for full, child_rel in entries(directory, rel):
+        item = entry(full, child_rel)
+        if item is not None:
+            yield {"uri": FILE.expand(path=child_rel), **item}
+
+
+def walk() -> Iterator[dict[str, Any]]:
+    """Every entry under ROOT, directory by directory, lazily.
+
+    A page walks only as far as its own last entry; a plain lister is sliced from
+    the start, though, so very deep pages of a huge tree re-walk the ones before.
+    """
+    stack = [(ROOT, "")]
+    while stack:
+        directory, rel = stack.pop()
+        below = []
+        for full, child_rel in entries(directory, rel):
+            item = entry(full, child_rel)
+            if item is None:
+                continue
+            yield {"path": child_rel, **item}
+            # a symlinked directory is listed but not entered: it could loop
+            if item.get("mimeType") == DIRECTORY and not (ROOT / child_rel).is_symlink():
+                below.append((full, child_rel))
+        stack.extend(reversed(below))
+
+
+def listing(directory: Path, rel: str) -> Text:
+    """A directory reads as its entries' names, one a line, directories ending in '/'."""
+    lines = [
+        child_rel.rsplit("/", 1)[-1] + ("/" if full.is_dir() else "")
+        for full, child_rel in entries(directory, rel)
+    ]
+    return Text("\n".join(lines), DIRECTORY)
+
+
+@app.resource(BASE, name="root", mime_type=DIRECTORY, poll=POLL,
+              children=lambda: children_of(ROOT, ""))
+def root() -> Text:
+    """The root directory: its entries, one a line."""
+    return listing(ROOT, "")
+
+
+def _children(path: str) -> Iterator[dict[str, Any]] | None:
+    full = locate(path)
+    if full is None or not full.is_dir():
+        return None  # a file (or nothing): not listable
+    return children_of(full, path)
+
+
+@app.template(FILE_TEMPLATE, lister=walk, children=_children, poll=POLL)
+def file(path: str, ctx: Context) -> Path | Text | Blob:
+    """A file (text or binary by its type) or a directory (its entries, one a line)."""
+    full = locate(path)
+    if full is None:
+        raise ResourceNotFound(ctx.uri)
+    if full.is_dir():
+        return listing(full, path)
+    if not full.is_file():
+        raise ResourceNotFound(ctx.uri)  # a socket, a fifo, a device: not content
+    if guess_mime_type(full.name, ""):
+        return full  # resourcekit reads it: text if the type is textual and UTF-8, else blob
+    # no extension to go by: UTF-8 without NUL bytes is text, anything else binary
+    data = full.read_bytes()
+    if b"\0" not in data[:8192]:
+        try:
+            return Text(data.decode("utf-8"), "text/plain")
+        except UnicodeDecodeError:
+            pass
+    return Blob(data, "application/octet-stream")
