@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .contents import guess_mime_type
 from .errors import DefinitionError, MissingParameterError, QueryDefaultError, UnknownParameterError
-from .handler import Handler, normalize_annotations
+from .handler import DEFAULT_OPTIONS, Handler, Options, normalize_annotations
 from .pagination import SeqIndex
 from .router import Router
 from .signature import Signature, inspect_handler
@@ -70,8 +70,8 @@ class App:
         self.templates: SeqIndex[Handler] = SeqIndex()
         self.listed_templates: SeqIndex[Handler] = SeqIndex()  # templates with a lister
         self._seq = 0
-        self._sig_cache: dict[Any, Signature] = {}
-        self._lock = threading.RLock()
+        self._sig_cache: dict[Any, tuple[Any, Signature]] = {}
+        self._lock = threading.Lock()
         self._tracker: Tracker | None = None
         self._asgi: Any = None
 
@@ -99,12 +99,10 @@ class App:
         """Declare a resource at a fixed URI; the decorated function returns its contents."""
 
         def decorator(fn: F) -> F:
-            self.add_resource(
-                fn, uri, name=name, title=title, description=description, mime_type=mime_type,
-                size=size, annotations=annotations, icons=icons, meta=meta, ttl_ms=ttl_ms,
-                cache_scope=cache_scope, kind=kind, metadata=metadata, children=children,
-                poll=poll,
-            )
+            # positional all the way down: declaring 100,000 resources is a hot path
+            self._register(fn, uri, None, self._resource_signature(fn, uri), name, title, description,
+                           mime_type, size, annotations, icons, meta, ttl_ms, cache_scope, kind, metadata,
+                           None, None, children, poll)
             return fn
 
         return decorator
@@ -144,6 +142,11 @@ class App:
 
     def add_resource(self, fn: Callable[..., Any], uri: str, **options: Any) -> Handler:
         """Register ``fn`` as the resource at ``uri`` (what ``@app.resource`` does)."""
+        if "lister" in options or "complete" in options:
+            raise DefinitionError(f"lister and complete are template options; {uri!r} is a resource")
+        return self._register(fn, uri, None, self._resource_signature(fn, uri), **options)
+
+    def _resource_signature(self, fn: Callable[..., Any], uri: str) -> Signature:
         if not isinstance(uri, str) or not uri:
             raise DefinitionError(f"resource URI must be a non-empty string, not {uri!r}")
         if "{" in uri or "}" in uri:
@@ -156,7 +159,7 @@ class App:
         for param in sig.params.values():
             if param.required:
                 raise UnknownParameterError(uri, param.name, sig.name)
-        return self._add(fn, uri, None, sig, options)
+        return sig
 
     def add_template(self, fn: Callable[..., Any], uri_template: str, **options: Any) -> Handler:
         """Register ``fn`` behind a URI template (what ``@app.template`` does)."""
@@ -182,87 +185,71 @@ class App:
                 raise DefinitionError(
                     f"completer for {cname!r}, but {uri_template!r} has no such variable"
                 )
-        return self._add(fn, uri_template, template, sig, options)
+        return self._register(fn, uri_template, template, sig, **options)
 
     def _signature(self, fn: Callable[..., Any]) -> Signature:
         if not callable(fn):
             raise DefinitionError(f"{fn!r} is not callable")
-        key = _signature_key(fn)
-        if key is not None:
-            cached = self._sig_cache.get(key)
-            if cached is not None:
-                return cached
+        code = getattr(fn, "__code__", None)
+        if code is None or type(fn) is not types.FunctionType:
+            return inspect_handler(fn)
+        # closures made by one ``def`` share a code object and, almost always, a signature
+        facts = (fn.__annotations__, fn.__defaults__, fn.__kwdefaults__, fn.__doc__, fn.__name__)
+        cached = self._sig_cache.get(code)
+        if cached is not None and cached[0] == facts:
+            return cached[1]
         sig = inspect_handler(fn)
-        if key is not None:
-            self._sig_cache[key] = sig
+        self._sig_cache[code] = (facts, sig)
         return sig
 
-    def _add(
+    def _register(
         self,
         fn: Callable[..., Any],
         uri: str,
         template: UriTemplate | None,
         sig: Signature,
-        options: Mapping[str, Any],
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        ttl_ms: int | None = None,
+        cache_scope: str | None = None,
+        kind: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        lister: Callable[..., Any] | None = None,
+        complete: Mapping[str, Callable[..., Any]] | None = None,
+        children: Callable[..., Any] | None = None,
+        poll: float | None = None,
     ) -> Handler:
-        o = options
-        cache_scope = o.get("cache_scope")
-        if cache_scope is not None and cache_scope not in CACHE_SCOPES:
-            raise DefinitionError(f"cache_scope of {uri!r} must be one of {CACHE_SCOPES}")
-        ttl_ms = o.get("ttl_ms")
-        if ttl_ms is not None and (not isinstance(ttl_ms, int) or ttl_ms < 0):
-            raise DefinitionError(f"ttl_ms of {uri!r} must be a non-negative integer")
-        size = o.get("size")
-        if size is not None and (not isinstance(size, int) or size < 0):
-            raise DefinitionError(f"size of {uri!r} must be a non-negative integer")
-        mime_type = o.get("mime_type") or sig.mime_type
-        if mime_type in _GUESSABLE and not o.get("mime_type"):
+        declared_mime = mime_type
+        mime_type = mime_type or sig.mime_type
+        if declared_mime is None and mime_type in _GUESSABLE:
             # a URI ending in .png or .md says more than a bare ``bytes``/``str``
             guessed = guess_mime_type(uri.split("{", 1)[0] if template else uri, "")
             if guessed:
                 mime_type = guessed
-        wire: dict[str, Any] = {"name": o.get("name") or sig.name}
+        wire: dict[str, Any] = {"name": name or sig.name}
         wire["uriTemplate" if template else "uri"] = uri
-        if o.get("title"):
-            wire["title"] = o["title"]
-        description = o.get("description") or sig.description
+        if title:
+            wire["title"] = title
+        description = description or sig.description
         if description:
             wire["description"] = description
         if mime_type:
             wire["mimeType"] = mime_type
-        if size is not None and template is None:
-            wire["size"] = size
-        annotations = normalize_annotations(o.get("annotations"))
-        if annotations:
-            wire["annotations"] = annotations
-        if o.get("icons"):
-            wire["icons"] = list(o["icons"])
-        lister = o.get("lister")
-        lister_paged = False
-        if lister is not None:
-            if not callable(lister):
-                raise DefinitionError(f"lister of {uri!r} must be callable")
-            positional = [
-                p for p in inspect.signature(lister).parameters.values()
-                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-            ]
-            lister_paged = len(positional) >= 2
-        children = o.get("children")
-        if children is not None and not callable(children):
-            raise DefinitionError(f"children of {uri!r} must be callable")
-        completers = self._completers(uri, template, sig, o.get("complete"))
-        poll = o.get("poll")
-        if poll is not None and poll <= 0:
-            raise DefinitionError(f"poll interval of {uri!r} must be positive")
+        extras = DEFAULT_OPTIONS
+        if (size is not None or annotations or icons or meta or ttl_ms is not None or cache_scope is not None
+                or kind is not None or metadata is not None or lister is not None or complete or children is not None
+                or poll is not None or (template is not None and sig.params)):
+            extras = self._options(uri, template, sig, wire, size, annotations, icons, meta, ttl_ms, cache_scope,
+                                   kind, metadata, lister, complete, children, poll)
         with self._lock:
             self._seq += 1
-            handler = Handler(
-                uri=uri, template=template, fn=fn, sig=sig, mime_type=mime_type, size=size,
-                meta=dict(o["meta"]) if o.get("meta") else None, wire=wire, ttl_ms=ttl_ms,
-                cache_scope=cache_scope, kind=o.get("kind"), metadata=o.get("metadata"),
-                lister=lister, lister_paged=lister_paged, completers=completers,
-                children=children, poll=poll, seq=self._seq,
-            )
+            handler = Handler(uri, template, fn, sig, mime_type, wire, extras, self._seq)
             self.router.add(handler)
             if template is None:
                 self.resources.append(handler.seq, handler)
@@ -273,6 +260,56 @@ class App:
         if self._tracker is not None:
             self._tracker.on_registry_changed(handler)
         return handler
+
+    def _options(
+        self,
+        uri: str,
+        template: UriTemplate | None,
+        sig: Signature,
+        wire: dict[str, Any],
+        size: int | None,
+        annotations: Mapping[str, Any] | None,
+        icons: list[dict[str, Any]] | None,
+        meta: Mapping[str, Any] | None,
+        ttl_ms: int | None,
+        cache_scope: str | None,
+        kind: str | None,
+        metadata: Mapping[str, Any] | None,
+        lister: Callable[..., Any] | None,
+        complete: Mapping[str, Callable[..., Any]] | None,
+        children: Callable[..., Any] | None,
+        poll: float | None,
+    ) -> Options:
+        """Check the less common options (and add what they show to ``wire``)."""
+        if cache_scope is not None and cache_scope not in CACHE_SCOPES:
+            raise DefinitionError(f"cache_scope of {uri!r} must be one of {CACHE_SCOPES}")
+        if ttl_ms is not None and (not isinstance(ttl_ms, int) or ttl_ms < 0):
+            raise DefinitionError(f"ttl_ms of {uri!r} must be a non-negative integer")
+        if size is not None and (not isinstance(size, int) or size < 0):
+            raise DefinitionError(f"size of {uri!r} must be a non-negative integer")
+        if size is not None and template is None:
+            wire["size"] = size
+        normalized = normalize_annotations(annotations)
+        if normalized:
+            wire["annotations"] = normalized
+        if icons:
+            wire["icons"] = list(icons)
+        lister_paged = False
+        if lister is not None:
+            if not callable(lister):
+                raise DefinitionError(f"lister of {uri!r} must be callable")
+            positional = [
+                p for p in inspect.signature(lister).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            ]
+            lister_paged = len(positional) >= 2
+        if children is not None and not callable(children):
+            raise DefinitionError(f"children of {uri!r} must be callable")
+        if poll is not None and poll <= 0:
+            raise DefinitionError(f"poll interval of {uri!r} must be positive")
+        completers = self._completers(uri, template, sig, complete)
+        return Options(size, dict(meta) if meta else None, ttl_ms, cache_scope, kind, metadata, lister,
+                       lister_paged, completers, children, poll)
 
     def _completers(
         self,
@@ -366,21 +403,6 @@ class App:
 
     def __repr__(self) -> str:
         return f"App({self.name!r}, {len(self.resources)} resources, {len(self.templates)} templates)"
-
-
-def _signature_key(fn: Callable[..., Any]) -> Any:
-    """What a signature depends on: closures made by one ``def`` share it (None: don't cache)."""
-    code = getattr(fn, "__code__", None)
-    if code is None or not isinstance(fn, types.FunctionType):
-        return None
-    kwdefaults = fn.__kwdefaults__
-    key = (code, fn.__defaults__, tuple(kwdefaults.items()) if kwdefaults else None,
-           tuple(fn.__annotations__.items()), fn.__doc__, fn.__name__)
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
 
 
 def _choices_completer(choices: Iterable[str]) -> Callable[[str], list[str]]:

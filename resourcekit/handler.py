@@ -17,53 +17,65 @@ __all__ = ["Handler", "normalize_annotations"]
 _AUDIENCES = frozenset({"user", "assistant"})
 
 
-class Handler:
-    """Everything known about one resource (``template is None``) or template.
+class Options:
+    """The rarely-set options of a declaration; one shared instance when none is set."""
 
-    Built once at decoration time; the protocol core only reads it.
-    """
-
-    __slots__ = (
-        "cache_scope",
-        "children",
-        "completers",
-        "fn",
-        "kind",
-        "lister",
-        "lister_paged",
-        "meta",
-        "metadata",
-        "mime_type",
-        "poll",
-        "seq",
-        "sig",
-        "size",
-        "template",
-        "ttl_ms",
-        "uri",
-        "wire",
-    )
+    __slots__ = ("cache_scope", "children", "completers", "kind", "lister", "lister_paged", "meta",
+                 "metadata", "poll", "size", "ttl_ms")
 
     def __init__(
         self,
-        *,
+        size: int | None = None,
+        meta: dict[str, Any] | None = None,
+        ttl_ms: int | None = None,
+        cache_scope: str | None = None,
+        kind: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        lister: Callable[..., Any] | None = None,
+        lister_paged: bool = False,
+        completers: dict[str, Callable[..., Any]] | None = None,
+        children: Callable[..., Any] | None = None,
+        poll: float | None = None,
+    ) -> None:
+        self.size = size
+        self.meta = meta
+        self.ttl_ms = ttl_ms
+        self.cache_scope = cache_scope
+        self.kind = kind
+        self.metadata = metadata
+        self.lister = lister
+        self.lister_paged = lister_paged
+        self.completers = completers or {}
+        self.children = children
+        self.poll = poll
+
+
+DEFAULT_OPTIONS = Options()
+
+
+def _delegate(name: str) -> Any:
+    return property(lambda self: getattr(self.options, name), doc=f"Option {name!r}.")
+
+
+class Handler:
+    """Everything known about one resource (``template is None``) or template.
+
+    Built once at decoration time; the protocol core only reads it.  Registering
+    100,000 resources builds 100,000 of these, so the common fields are slots and
+    the rarely-set ones live in a shared ``Options``.
+    """
+
+    __slots__ = ("fn", "mime_type", "options", "seq", "sig", "template", "uri", "wire")
+
+    def __init__(
+        self,
         uri: str,
         template: UriTemplate | None,
         fn: Callable[..., Any],
         sig: Signature,
         mime_type: str | None,
-        size: int | None,
-        meta: dict[str, Any] | None,
         wire: dict[str, Any],
-        ttl_ms: int | None,
-        cache_scope: str | None,
-        kind: str | None,
-        metadata: Mapping[str, Any] | None,
-        lister: Callable[..., Any] | None,
-        lister_paged: bool,
-        completers: dict[str, Callable[..., Any]],
-        children: Callable[..., Any] | None,
-        poll: float | None,
+        options: Options,
         seq: int,
     ) -> None:
         self.uri = uri  # the URI, or the template string for a template
@@ -71,19 +83,21 @@ class Handler:
         self.fn = fn
         self.sig = sig
         self.mime_type = mime_type
-        self.size = size
-        self.meta = meta
         self.wire = wire  # the Resource / ResourceTemplate object as listed (without _meta)
-        self.ttl_ms = ttl_ms
-        self.cache_scope = cache_scope
-        self.kind = kind
-        self.metadata = metadata
-        self.lister = lister
-        self.lister_paged = lister_paged
-        self.completers = completers
-        self.children = children
-        self.poll = poll
+        self.options = options
         self.seq = seq
+
+    size = _delegate("size")
+    meta = _delegate("meta")
+    ttl_ms = _delegate("ttl_ms")
+    cache_scope = _delegate("cache_scope")
+    kind = _delegate("kind")
+    metadata = _delegate("metadata")
+    lister = _delegate("lister")
+    lister_paged = _delegate("lister_paged")
+    completers = _delegate("completers")
+    children = _delegate("children")
+    poll = _delegate("poll")
 
     @property
     def name(self) -> str:
