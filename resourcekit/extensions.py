@@ -31,7 +31,9 @@ Context), sync or async, and returns ``None`` when this instance is not
 listable (a file under a directory template) or an iterable of children, each a
 URI string or a dict with ``"uri"`` and optional Resource fields (``name``,
 ``title``, ``description``, ``mimeType``, ``size``, ``annotations``, ``icons``,
-``capabilities``).
+``capabilities``).  A ``children`` function that also takes ``offset`` and
+``limit`` is asked for one page at a time (so deep pages of a huge container stay
+cheap); otherwise its iterable is sliced.
 """
 
 from __future__ import annotations
@@ -182,11 +184,15 @@ def list_children(req: Request) -> dict[str, Any]:
     cursor = req.params.get("cursor")
     if cursor is not None:
         offset = decode_cursor(cursor, ("c",))[1][0]
-    children = _call(req.conn, handler.children, kwargs)
+    limit = req.conn.app.page_size
+    paged = _is_paged(handler.children)
+    if paged:  # children(..., offset, limit): one page per call, O(page) at any depth
+        children = _call(req.conn, handler.children, {**kwargs, "offset": offset, "limit": limit + 1})
+    else:
+        children = _call(req.conn, handler.children, kwargs)
     if children is None:
         raise InvalidParams(f"Invalid params: {uri} is not listable", {"uri": uri})
-    limit = req.conn.app.page_size
-    page = list(islice(children, offset, offset + limit + 1))
+    page = list(islice(children, limit + 1)) if paged else list(islice(children, offset, offset + limit + 1))
     opted_in = req.conn.wants(SEP_2093, req)
     resources = [_child_wire(req, item, opted_in) for item in page[:limit]]
     result: dict[str, Any] = {"resources": resources}
@@ -216,6 +222,14 @@ def _child_wire(req: Request, item: Any, opted_in: bool) -> dict[str, Any]:
     if version is not None:
         wire["_meta"] = {META_VERSION: version}
     return wire
+
+
+def _is_paged(fn: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return "offset" in params and "limit" in params
 
 
 def _call(conn: Connection, fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:

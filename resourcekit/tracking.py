@@ -21,7 +21,7 @@ import orjson
 
 from .contents import combined_version, to_contents
 from .context import Context
-from .errors import InvalidParams
+from .errors import InvalidParams, ResourceNotFound
 from .versions import META_SUBSCRIPTION_ID
 
 if TYPE_CHECKING:
@@ -241,6 +241,12 @@ class Tracker:
                 self._send_updated(uri)
 
     async def _read_version(self, uri: str) -> str:
+        try:
+            return await self._read_version_of(uri)
+        except ResourceNotFound:
+            return _GONE  # deleted: subscribers hear about it once, and the log stays quiet
+
+    async def _read_version_of(self, uri: str) -> str:
         match = self.app.router.match(uri)
         if match is None:
             return _GONE

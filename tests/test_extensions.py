@@ -140,3 +140,15 @@ def test_extensions_over_stdio():
         meta = server.request(3, "resources/metadata", {"uri": "tree://"})["result"]["resource"]
         assert meta["mimeType"] == "inode/directory"
         assert server.request(4, "resources/get", {"uri": "nope://"})["error"]["code"] == -32002
+
+
+async def test_paged_children_are_asked_one_page_at_a_time():
+    from tests.apps.ext_app import CALLS
+
+    CALLS.clear()
+    async with Client(app) as client:
+        first = await client.request("resources/list", {"uri": "many://"})
+        assert [r["uri"] for r in first["resources"]] == ["many://0", "many://1", "many://2"]
+        second = await client.request("resources/list", {"uri": "many://", "cursor": first["nextCursor"]})
+        assert second["resources"][0]["uri"] == "many://3"
+    assert CALLS == [(0, 4), (3, 4)]

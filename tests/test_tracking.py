@@ -211,3 +211,26 @@ async def test_listen_only_sends_what_was_asked():
         await client.next_notification()  # ack
         app.resource("c://other")(lambda: "x")
         assert await quiet(client) == []
+
+
+async def test_a_deleted_resource_is_announced_once_without_a_traceback(caplog):
+    from resourcekit import ResourceNotFound
+
+    app = App("t")
+    present = {"yes": True}
+
+    def maybe() -> str:
+        if not present["yes"]:
+            raise ResourceNotFound("m://x")
+        return "here"
+
+    app.resource("m://x")(maybe)
+    async with Client(app) as client:
+        await client.subscribe("m://x")
+        await settle(app)
+        present["yes"] = False
+        app.notify_changed("m://x")
+        assert (await client.next_notification())["params"]["uri"] == "m://x"
+        app.notify_changed("m://x")
+        assert await quiet(client) == []
+    assert "Traceback" not in caplog.text and "failed" not in caplog.text

@@ -41,3 +41,16 @@ def bump() -> str:
     state["n"] += 1
     app.notify_changed("counter://value")
     return str(state["n"])
+
+
+CALLS: list[tuple[int, int]] = []
+
+
+def many(offset: int, limit: int):
+    CALLS.append((offset, limit))
+    return ({"uri": f"many://{n}"} for n in range(offset, min(offset + limit, 1_000_000)))
+
+
+@app.resource("many://", children=many)
+def many_root() -> str:
+    return "a million children"
