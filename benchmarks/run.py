@@ -833,6 +833,13 @@ def main(argv: list[str] | None = None) -> int:
         print(md)
         return 0
 
+    # pip compiles installed packages (mcp, fastmcp) to bytecode; an editable install of
+    # resourcekit does not, and PYTHONDONTWRITEBYTECODE may be set: compile it the same way
+    import compileall
+
+    compileall.compile_dir(str(HERE.parent / "resourcekit"), quiet=1)
+    compileall.compile_dir(str(HERE / "servers"), quiet=1)
+
     quick = args.quick
     secs = args.seconds or (1.0 if quick else 3.0)
     cfg = Config(

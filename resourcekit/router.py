@@ -18,6 +18,7 @@ from .handler import Handler
 __all__ = ["Match", "Router"]
 
 _CUTS = "/:"
+_CACHE_SIZE = 4096
 
 
 def _index_key(literal_prefix: str) -> str:
@@ -35,7 +36,7 @@ class Match:
 
 
 class Router:
-    __slots__ = ("_buckets", "_canonical", "_key_lengths", "exact", "templates")
+    __slots__ = ("_buckets", "_cache", "_canonical", "_key_lengths", "exact", "templates")
 
     def __init__(self) -> None:
         self.exact: dict[str, Handler] = {}
@@ -43,6 +44,9 @@ class Router:
         self._canonical: dict[str, Handler] = {}
         self._buckets: dict[str, list[Handler]] = {}
         self._key_lengths: set[int] = set()  # which prefix lengths have a bucket
+        # recently matched template URIs: clients re-read the same URIs, and a hit skips
+        # the regex and the conversions (cleared whenever a template comes or goes)
+        self._cache: dict[str, tuple[Handler, dict[str, Any], dict[str, Any]]] = {}
 
     def check_new(self, handler: Handler) -> None:
         """DuplicateResourceError if ``handler`` clashes with a registered one."""
@@ -62,6 +66,7 @@ class Router:
             return
         self.templates[handler.uri] = handler
         self._canonical[template.canonical] = handler
+        self._cache.clear()
         key = _index_key(template.literal_prefix)
         bucket = self._buckets.setdefault(key, [])
         bucket.append(handler)
@@ -78,6 +83,7 @@ class Router:
             return
         del self.templates[handler.uri]
         del self._canonical[template.canonical]
+        self._cache.clear()
         key = _index_key(template.literal_prefix)
         bucket = self._buckets[key]
         bucket.remove(handler)
@@ -112,6 +118,9 @@ class Router:
         handler = self.exact.get(uri)
         if handler is not None:
             return Match(handler, {}, {})
+        hit = self._cache.get(uri)
+        if hit is not None:
+            return Match(hit[0], dict(hit[1]), hit[2])
         for handler in self.candidates(uri):
             assert handler.template is not None
             raw = handler.template.match(uri)
@@ -121,6 +130,9 @@ class Router:
                 kwargs = handler.convert(raw)
             except (ValueError, TypeError, ArithmeticError):
                 continue  # does not convert: this template does not match, try the next
+            if len(self._cache) >= _CACHE_SIZE:
+                self._cache.clear()
+            self._cache[uri] = (handler, dict(kwargs), raw)
             return Match(handler, kwargs, raw)
         return None
 
