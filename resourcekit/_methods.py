@@ -95,9 +95,16 @@ def discover(req: Request) -> dict[str, Any]:
 
 
 def read(req: Request) -> Any:
-    uri = _str_param(req, "uri")
-    conn = req.conn
-    match = conn.app.router.match(uri)
+    return serve(req, _str_param(req, "uri"), read_result)
+
+
+def serve(req: Request, uri: str, build: Callable[[Request, Handler, str, Any], dict[str, Any]]) -> Any:
+    """Call the handler of ``uri`` and answer ``build(req, handler, uri, value)``.
+
+    Async handlers run as a task on the loop; sync ones, and ``build`` (encoding and
+    hashing) with them, in a worker thread.
+    """
+    match = req.conn.app.router.match(uri)
     if match is None:
         raise ResourceNotFound(uri)
     handler = match.handler
@@ -105,17 +112,20 @@ def read(req: Request) -> Any:
     if handler.sig.context_param is not None:
         kwargs[handler.sig.context_param] = _context(req, uri, match.raw)
     if handler.sig.is_async:
-        return _read_async(req, handler, uri, kwargs)
+        return _serve_async(req, handler, uri, kwargs, build)
     fn = handler.fn
-    conn.server.runner.submit(
-        lambda: read_result(req, handler, uri, fn(**kwargs)), req.complete
-    )
+    req.conn.server.runner.submit(lambda: build(req, handler, uri, fn(**kwargs)), req.complete)
     return PENDING
 
 
-async def _read_async(req: Request, handler: Handler, uri: str, kwargs: dict[str, Any]) -> Any:
-    value = await handler.fn(**kwargs)
-    return read_result(req, handler, uri, value)
+async def _serve_async(
+    req: Request,
+    handler: Handler,
+    uri: str,
+    kwargs: dict[str, Any],
+    build: Callable[[Request, Handler, str, Any], dict[str, Any]],
+) -> Any:
+    return build(req, handler, uri, await handler.fn(**kwargs))
 
 
 def read_result(req: Request, handler: Handler, uri: str, value: Any) -> dict[str, Any]:

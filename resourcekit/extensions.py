@@ -267,22 +267,15 @@ def filter_for(spec: Any) -> Callable[[dict[str, Any], Handler], bool]:
 
 def resources_get(req: Request) -> Any:
     """Seed 000: ``{resource, contents}`` in one call, with a conditional ``version``."""
-    from ._methods import PENDING, _context
+    from ._methods import serve
     from .contents import combined_version, to_contents
 
     uri = _uri(req)
     known = req.params.get("version")
     if known is not None and not isinstance(known, str):
         raise InvalidParams("Invalid params: 'version' must be a string", {"param": "version"})
-    match = req.conn.app.router.match(uri)
-    if match is None:
-        raise ResourceNotFound(uri)
-    handler = match.handler
-    kwargs = match.kwargs
-    if handler.sig.context_param is not None:
-        kwargs[handler.sig.context_param] = _context(req, uri, match.raw)
 
-    def build(value: Any) -> dict[str, Any]:
+    def build(req: Request, handler: Handler, uri: str, value: Any) -> dict[str, Any]:
         contents = to_contents(uri, value, handler.mime_type)
         version = combined_version(contents)
         req.conn.app.tracker.observe(uri, version)
@@ -300,13 +293,7 @@ def resources_get(req: Request) -> Any:
             items.append(item)
         return {"resource": resource, "contents": items[0] if len(items) == 1 else items}
 
-    if handler.sig.is_async:
-        async def run() -> dict[str, Any]:
-            return build(await handler.fn(**kwargs))
-
-        return run()
-    req.conn.server.runner.submit(lambda: build(handler.fn(**kwargs)), req.complete)
-    return PENDING
+    return serve(req, uri, build)
 
 
 def content_changed(tracker: Tracker, uri: str) -> None:

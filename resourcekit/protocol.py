@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -416,12 +416,3 @@ def error_response(rid: Any, exc: BaseException, modern: bool = False) -> dict[s
     else:
         error = {"code": -32603, "message": "Internal error"}
     return {"jsonrpc": "2.0", "id": rid, "error": error}
-
-
-def level_allows(level: str | None, wanted: str) -> bool:
-    return level is not None and _methods.LEVEL_RANK[wanted] >= _methods.LEVEL_RANK[level]
-
-
-def client_info(params: Mapping[str, Any]) -> dict[str, Any]:
-    info = params.get("clientInfo")
-    return info if type(info) is dict else {}
