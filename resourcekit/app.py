@@ -9,7 +9,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .contents import guess_mime_type
-from .errors import DefinitionError, MissingParameterError, QueryDefaultError, UnknownParameterError
+from .errors import (
+    DefinitionError,
+    MissingParameterError,
+    QueryDefaultError,
+    TemplateSyntaxError,
+    UnknownParameterError,
+)
 from .handler import DEFAULT_OPTIONS, Handler, Options, normalize_annotations
 from .pagination import SeqIndex
 from .router import Router
@@ -164,6 +170,10 @@ class App:
     def add_template(self, fn: Callable[..., Any], uri_template: str, **options: Any) -> Handler:
         """Register ``fn`` behind a URI template (what ``@app.template`` does)."""
         template = UriTemplate(uri_template)
+        if template.duplicates:
+            name, position = template.duplicates[0]
+            raise TemplateSyntaxError(uri_template, position,
+                                      f"variable {name!r} appears twice (each variable is one parameter)")
         sig = self._signature(fn)
         names = set(template.names)
         for variable in template.variables:

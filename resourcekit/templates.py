@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from uritemplate import URITemplate as _Expander
 
@@ -38,7 +38,7 @@ __all__ = ["UriTemplate", "Variable"]
 _OPERATORS = "+#./;?&"
 _RESERVED_OPERATORS = "=,!@|"
 _VARNAME = re.compile(r"(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})(?:\.?(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2}))*")
-_FORBIDDEN_LITERAL = set(" \"'<>\\^`|}")
+_FORBIDDEN_LITERAL = set(' "<>\\^`|}')
 _HEX = set("0123456789abcdefABCDEF")
 
 _PCT = r"%[0-9A-Fa-f]{2}"
@@ -76,11 +76,11 @@ class _Expression:
         self.position = position
 
 
-def _parse(template: str) -> list[str | _Expression]:
+def _parse(template: str, duplicates: list[tuple[str, int]]) -> list[str | _Expression]:
     parts: list[str | _Expression] = []
     literal: list[str] = []
     i, n = 0, len(template)
-    seen: set[str] = set()
+    seen: dict[str, list[tuple[str, int]]] = {"": duplicates}
     while i < n:
         char = template[i]
         if char == "{":
@@ -106,7 +106,7 @@ def _parse(template: str) -> list[str | _Expression]:
     return parts
 
 
-def _parse_expression(template: str, start: int, body: str, seen: set[str]) -> _Expression:
+def _parse_expression(template: str, start: int, body: str, seen: dict[str, Any]) -> _Expression:
     if not body:
         raise TemplateSyntaxError(template, start, "empty expression '{}'")
     operator = ""
@@ -131,9 +131,9 @@ def _parse_expression(template: str, start: int, body: str, seen: set[str]) -> _
             prefix = int(length)
         if not _VARNAME.fullmatch(name):
             raise TemplateSyntaxError(template, offset, f"invalid variable name {name!r}")
-        if name in seen:
-            raise TemplateSyntaxError(template, offset, f"variable {name!r} appears twice")
-        seen.add(name)
+        if name in seen:  # RFC 6570 allows it (``{/var:1,var}``); App refuses it
+            seen[""].append((name, offset))
+        seen[name] = True
         variables.append(Variable(name, operator, explode, prefix))
         offset += len(spec) + 1
     return _Expression(operator, variables, start)
@@ -160,7 +160,7 @@ class UriTemplate:
     """A validated, compiled RFC 6570 template. Build once; ``match`` and ``expand`` are pure."""
 
     __slots__ = (
-        "_expander", "_groups", "_query", "_regex", "_source", "canonical", "literal_prefix", "names",
+        "_expander", "_groups", "_query", "_regex", "_source", "canonical", "duplicates", "literal_prefix", "names",
         "specificity", "template", "variables",
     )
 
@@ -168,7 +168,11 @@ class UriTemplate:
         if not isinstance(template, str):
             raise TypeError("a URI template is a string")
         self.template = template
-        parts = _parse(template)
+        duplicates: list[tuple[str, int]] = []
+        parts = _parse(template, duplicates)
+        #: variables named twice, with the position of the repetition (valid RFC 6570,
+        #: refused by ``App.template`` since each variable is one parameter)
+        self.duplicates = tuple(duplicates)
         self.variables: tuple[Variable, ...] = tuple(
             v for p in parts if isinstance(p, _Expression) for v in p.variables
         )
@@ -293,7 +297,10 @@ class UriTemplate:
     def expand(self, **values: Any) -> str:
         """RFC 6570 expansion (undefined variables are omitted)."""
         if self._expander is None:
-            self._expander = _Expander(self.template)
+            self._expander = _Expander(_encode_literals(self.template))
+        for variable in self.variables:
+            if variable.prefix is not None and isinstance(values.get(variable.name), (list, tuple, dict)):
+                raise ValueError(f"prefix modifier of {variable.name!r} applies to strings, not to a list or map")
         result: str = self._expander.expand(values)
         return result
 
@@ -311,6 +318,18 @@ class UriTemplate:
 
 
 _COMPILED: dict[str, re.Pattern[str]] = {}
+
+
+def _encode_literals(template: str) -> str:
+    """Percent-encode non-ASCII literal characters, as expansion must (``café`` → ``caf%C3%A9``)."""
+    if template.isascii():
+        return template
+    out, depth = [], 0
+    for char in template:
+        depth += char == "{"
+        out.append(quote(char, safe="") if depth == 0 and not char.isascii() else char)
+        depth -= char == "}"
+    return "".join(out)
 
 
 def _compiled(source: str) -> re.Pattern[str]:
