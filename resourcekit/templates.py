@@ -44,6 +44,7 @@ _HEX = set("0123456789abcdefABCDEF")
 _PCT = r"%[0-9A-Fa-f]{2}"
 _UNRESERVED = r"A-Za-z0-9\-._~"
 _RESERVED_NO_QUERY = r":/\[\]@!$&'()*+,;="
+_RESERVED_SAFE = ":/?#[]@!$&'()*+,;="
 _PCHAR_EXTRA = r":@!$&'()*+,;="
 
 
@@ -160,8 +161,8 @@ class UriTemplate:
     """A validated, compiled RFC 6570 template. Build once; ``match`` and ``expand`` are pure."""
 
     __slots__ = (
-        "_expander", "_groups", "_query", "_regex", "_source", "canonical", "duplicates", "literal_prefix", "names",
-        "specificity", "template", "variables",
+        "_expander", "_fast", "_groups", "_query", "_regex", "_source", "canonical", "duplicates",
+        "literal_prefix", "names", "specificity", "template", "variables",
     )
 
     def __init__(self, template: str) -> None:
@@ -207,6 +208,16 @@ class UriTemplate:
         self._source = "".join(regex)
         self._regex: re.Pattern[str] | None = None
         self._expander: _Expander | None = None
+        # the common shape (literals and plain ``{x}``/``{+x}``) expands without the
+        # uritemplate package: listing a million template instances expands a million URIs
+        self._fast: list[tuple[str, str, str]] | None = None
+        if template.isascii() and all(
+            isinstance(p, str) or (p.operator in ("", "+") and len(p.variables) == 1
+                                   and not p.variables[0].explode and p.variables[0].prefix is None)
+            for p in parts
+        ):
+            self._fast = [(p, "", "") if isinstance(p, str) else ("", p.variables[0].name, p.operator)
+                          for p in parts]
         literal_chars = sum(len(p) for p in parts if isinstance(p, str))
         catch_all = sum(1 for v in self.variables if v.operator in ("+", "#"))
         exploded = sum(1 for v in self.variables if v.explode)
@@ -296,6 +307,26 @@ class UriTemplate:
 
     def expand(self, **values: Any) -> str:
         """RFC 6570 expansion (undefined variables are omitted)."""
+        if self._fast is not None:
+            out = []
+            for literal, name, operator in self._fast:
+                if not name:
+                    out.append(literal)
+                    continue
+                value = values.get(name)
+                if value is None:
+                    continue
+                if not isinstance(value, (str, int)) or isinstance(value, bool):
+                    break  # lists, maps, booleans: the general path
+                text = str(value)
+                if operator == "+":
+                    if "%" in text:
+                        break  # reserved expansion keeps pct-triplets: the general path
+                    out.append(quote(text, safe=_RESERVED_SAFE))
+                else:
+                    out.append(quote(text, safe=""))
+            else:
+                return "".join(out)
         if self._expander is None:
             self._expander = _Expander(_encode_literals(self.template))
         for variable in self.variables:
