@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import time
 
+import orjson
 import pytest
 
 from tests.helpers import APPS, RawServer, modern_meta
@@ -207,3 +208,26 @@ def test_exit_on_eof_and_sigterm():
         assert s.proc.wait(10) == 0
         # the in-flight request finished before exit
         assert s.recv()["result"]["contents"][0]["text"] == "slept sync"
+
+
+def test_files_instead_of_pipes(tmp_path):
+    """``resourcekit run app.py < requests.jsonl > replies.jsonl`` works: stdin and stdout may be files."""
+    import subprocess
+
+    from tests.helpers import command, env
+
+    requests = tmp_path / "requests.jsonl"
+    requests.write_bytes(b"".join(orjson.dumps(m) + b"\n" for m in [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "f", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "text://hello"}},
+    ]))
+    replies = tmp_path / "replies.jsonl"
+    with requests.open("rb") as stdin, replies.open("wb") as stdout:
+        done = subprocess.run(command("run", str(APP)), stdin=stdin, stdout=stdout, stderr=subprocess.PIPE,
+                              env=env(), timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = [orjson.loads(line) for line in replies.read_bytes().splitlines()]
+    assert [m["id"] for m in lines] == [0, 1]
+    assert lines[1]["result"]["contents"][0]["text"] == "hello, world"

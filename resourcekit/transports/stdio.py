@@ -12,6 +12,7 @@ import contextlib
 import logging
 import os
 import signal
+import stat
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +33,7 @@ SHUTDOWN_GRACE = 5.0
 class _Writer:
     """Coalesces the messages of one loop iteration into a single write."""
 
-    def __init__(self, transport: asyncio.WriteTransport) -> None:
+    def __init__(self, transport: Any) -> None:
         self._transport = transport
         self._buffer: list[bytes] = []
         self._scheduled = False
@@ -50,6 +51,30 @@ class _Writer:
             data = b"".join(self._buffer) if len(self._buffer) > 1 else self._buffer[0]
             self._buffer.clear()
             self._transport.write(data)
+
+
+class _FileTransport:
+    """The few transport methods ``_Writer`` uses, for a stdout that is a regular file."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._closed = False
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view):]
+
+    def is_closing(self) -> bool:
+        return self._closed
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            os.close(self._fd)
 
 
 class _Reader(asyncio.Protocol):
@@ -112,9 +137,11 @@ async def serve_stdio(app: App, stdin: Any = None, stdout_fd: int | None = None)
     server = Server(app)
     server.start()
     out_fd = stdout_fd if stdout_fd is not None else _take_stdout()
-    write_transport, _ = await loop.connect_write_pipe(
-        asyncio.Protocol, os.fdopen(out_fd, "wb", buffering=0)
-    )
+    write_transport: Any
+    if stat.S_ISREG(os.fstat(out_fd).st_mode):  # output redirected to a file: plain blocking writes
+        write_transport = _FileTransport(out_fd)
+    else:
+        write_transport, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(out_fd, "wb", buffering=0))
     writer = _Writer(write_transport)
     conn = server.connect(writer.send)
     done: asyncio.Future[None] = loop.create_future()
@@ -149,7 +176,7 @@ def _finish(done: asyncio.Future[None]) -> None:
         done.set_result(None)
 
 
-async def _drain_writes(transport: asyncio.WriteTransport) -> None:
+async def _drain_writes(transport: Any) -> None:
     for _ in range(500):
         if transport.get_write_buffer_size() == 0 or transport.is_closing():
             return
