@@ -31,12 +31,15 @@ def parse(path: Path) -> list[tuple[list[str], int]]:
     return stacks
 
 
+ROOT = str(Path(__file__).resolve().parent.parent) + "/"  # this checkout, wherever it lives
+
+
 def short(frame: str) -> str:
     m = FRAME.match(frame)
     if not m:
         return frame
     file = m.group("file")
-    for marker in ("site-packages/", "lib/python3.", "/work/main/"):
+    for marker in ("site-packages/", "lib/python3.", ROOT):
         if marker in file:
             file = file.split(marker, 1)[1]
             if marker == "lib/python3.":
