@@ -245,8 +245,8 @@ class Connection:
             reply(error_response(None, InvalidRequest(
                 "Invalid Request: initialize must not be part of a batch")))
             return
-        expected = sum(1 for m in batch if not (type(m) is dict and "id" not in m and "method" in m))
         responses: list[Any] = []
+        expected = -1  # unknown until every item was handled: answered now + still in flight
 
         def collect(message: Any) -> None:
             if type(message) is dict and "id" in message:
@@ -261,6 +261,10 @@ class Connection:
                 self._receive_one(item, collect)
             else:
                 collect(error_response(None, InvalidRequest("Invalid Request: expected a JSON object")))
+        # counted, not predicted: responses and notifications in a batch get no answer
+        expected = len(responses) + sum(1 for r in self.inflight.values() if r.reply is collect)
+        if responses and len(responses) == expected:
+            reply(responses)
 
     def _notification(self, method: str, params: dict[str, Any]) -> None:
         handler = _methods.NOTIFICATIONS.get(method)

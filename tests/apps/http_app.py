@@ -1,7 +1,7 @@
-"""Fixture for the HTTP tests: changing content, a slow cancellable read, log messages.
+"""Fixture for the HTTP tests: changing content, slow reads, log messages, a subscriber count.
 
 Run as a script (``python http_app.py PORT``) it serves with tiny limits, so the tests
-can reach session expiry and the caps.
+can reach session expiry, the caps and keep-alive lines quickly.
 """
 
 from __future__ import annotations
@@ -28,6 +28,12 @@ def bump() -> str:
     return str(state["n"])
 
 
+@app.resource("debug://subscribers")
+def subscribers() -> str:
+    """How many sessions or listen streams watch counter://value (to see subscriptions end)."""
+    return str(app.tracker.subscribers("counter://value"))
+
+
 @app.resource("slow://cancellable")
 async def slow() -> str:
     try:
@@ -39,6 +45,14 @@ async def slow() -> str:
                 f.write("cancelled")
         raise
     return "finished"
+
+
+@app.resource("slow://logged")
+async def slow_logged(ctx: Context) -> str:
+    """A log message at once, the answer a second later: an SSE stream to resume."""
+    ctx.log("info", "started")
+    await asyncio.sleep(1.0)
+    return "done"
 
 
 @app.resource("log://chatty")
@@ -53,4 +67,5 @@ def item(n: int) -> str:
 
 
 if __name__ == "__main__":
-    app.run("http", port=int(sys.argv[1]), session_idle_timeout=0.5, max_sessions=2, max_streams=1)
+    app.run("http", port=int(sys.argv[1]), session_idle_timeout=0.5, max_sessions=2, max_streams=1,
+            keepalive=0.2)

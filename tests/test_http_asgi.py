@@ -1,0 +1,189 @@
+"""The ASGI app in-process (httpx.ASGITransport): auth hook, CORS, host checks, lifespan, helpers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from resourcekit import App
+from resourcekit.transports.http import ASGIApp, HTTPError, _accepts, _bare_host, _decode_header, _is_loopback
+from tests.helpers import modern_meta
+
+pytestmark = pytest.mark.anyio
+
+app = App("asgi-units")
+
+
+@app.resource("text://hi")
+def hi() -> str:
+    return "hi"
+
+
+READ = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "resources/read",
+                     "params": {"uri": "text://hi", "_meta": modern_meta()}})
+HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+           "mcp-protocol-version": "2026-07-28", "mcp-method": "resources/read", "mcp-name": "text://hi"}
+
+
+class Served:
+    """An ASGIApp behind httpx, as if bound to ``bind``."""
+
+    def __init__(self, asgi: ASGIApp, bind: str = "127.0.0.1") -> None:
+        self.asgi = asgi
+        self.bind = bind
+
+    async def request(self, method: str = "POST", content: bytes | None = READ, **headers: str) -> httpx.Response:
+        async def app_as_bound(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            await self.asgi({**scope, "server": (self.bind, 8000)}, receive, send)
+
+        transport = httpx.ASGITransport(app=app_as_bound)
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost:8000") as client:
+            merged = {**HEADERS, **{k.replace("_", "-"): v for k, v in headers.items()}}
+            return await client.request(method, "/mcp", content=content, headers=merged)
+
+
+@pytest.fixture
+async def served() -> AsyncIterator[Any]:
+    created: list[ASGIApp] = []
+
+    def make(bind: str = "127.0.0.1", **options: Any) -> Served:
+        asgi = ASGIApp(app, **options)
+        created.append(asgi)
+        return Served(asgi, bind)
+
+    yield make
+    for asgi in created:
+        asgi.close()
+
+
+async def test_auth_hook_sync_and_async(served):
+    seen: list[dict[str, str]] = []
+
+    def check(headers: dict[str, str]) -> None:
+        seen.append(headers)
+        if headers.get("authorization") != "Bearer right":
+            raise HTTPError(401, "missing or wrong token", [(b"www-authenticate", b"Bearer")])
+
+    server = served(auth=check)
+    refused = await server.request(Authorization="Bearer wrong")
+    assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
+    assert refused.json() == {"jsonrpc": "2.0", "id": None,
+                              "error": {"code": -32600, "message": "missing or wrong token"}}
+    allowed = await server.request(Authorization="Bearer right")
+    assert allowed.status_code == 200 and allowed.json()["result"]["contents"][0]["text"] == "hi"
+    assert seen[-1]["mcp-method"] == "resources/read"  # lower-cased names, decoded values
+
+    async def forbid(headers: dict[str, str]) -> None:
+        raise HTTPError(403, "not for you")
+
+    assert (await served(auth=forbid).request()).status_code == 403
+
+
+async def test_unexpected_errors_are_500_without_details(served):
+    def broken(headers: dict[str, str]) -> None:
+        raise RuntimeError("secret internal detail")
+
+    response = await served(auth=broken).request()
+    assert response.status_code == 500
+    assert response.json()["error"]["code"] == -32603
+    assert "secret" not in response.text and "Traceback" not in response.text
+
+
+async def test_cors_for_allowed_and_loopback_origins(served):
+    server = served(allowed_origins=["https://app.example.com"])
+    response = await server.request(Origin="https://app.example.com")
+    assert response.status_code == 200
+    assert response.headers["access-control-allow-origin"] == "https://app.example.com"
+    assert "mcp-session-id" in response.headers["access-control-expose-headers"]
+    preflight = await server.request("OPTIONS", None, Origin="https://app.example.com",
+                                     Access_Control_Request_Method="POST",
+                                     Access_Control_Request_Headers="content-type, mcp-method")
+    assert preflight.status_code == 204
+    assert "POST" in preflight.headers["access-control-allow-methods"]
+    assert preflight.headers["access-control-allow-headers"] == "content-type, mcp-method"
+    assert (await server.request("OPTIONS", None, Origin="https://evil.example.com")).status_code == 403
+    assert (await server.request(Origin="http://localhost:5173")).status_code == 200
+    assert (await server.request(Origin="null")).status_code == 403
+    assert "access-control-allow-origin" not in (await server.request()).headers  # no Origin: not a browser
+
+
+async def test_hosts_and_rebinding_on_a_public_interface(served):
+    # bound to all interfaces without allowed_hosts: Host cannot be checked, Origin still is
+    public = served(bind="0.0.0.0")
+    assert (await public.request(Host="mcp.example.com")).status_code == 200
+    rebinding = await public.request(Host="evil.example.com", Origin="http://evil.example.com")
+    assert rebinding.status_code == 403  # same host and origin, but nobody vouched for that name
+    named = served(bind="0.0.0.0", allowed_hosts=["mcp.example.com"])
+    assert (await named.request(Host="mcp.example.com:8000", Origin="https://mcp.example.com")).status_code == 200
+    assert (await named.request(Host="evil.example.com")).status_code == 421
+    assert (await named.request(Host="localhost:8000")).status_code == 200
+    loopback = served()
+    assert (await loopback.request(Host="[::1]:8000")).status_code == 200
+    assert (await loopback.request(Host="127.0.0.2")).status_code == 200
+    assert (await loopback.request(Host="localhost.evil.com")).status_code == 421
+    ipv6 = served(bind="::1")
+    assert (await ipv6.request(Host="[::1]:8000")).status_code == 200
+    assert (await ipv6.request(Host="evil.example.com")).status_code == 421
+
+
+async def test_closed_app_refuses_and_restarts(served):
+    server = served()
+    assert (await server.request()).status_code == 200
+    server.asgi.close()
+    closed = await server.request()
+    assert closed.status_code == 503 and "retry-after" in closed.headers
+    server.asgi.start()
+    assert (await server.request()).status_code == 200
+
+
+async def test_lifespan_and_websocket_scopes():
+    asgi = ASGIApp(app)
+    incoming = [{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}]
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return incoming.pop(0)
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await asgi({"type": "lifespan"}, receive, send)
+    assert [m["type"] for m in sent] == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+    assert asgi.closed and asgi._server is None
+    sent.clear()
+    await asgi({"type": "websocket", "path": "/mcp"}, receive, send)
+    assert sent[0]["type"] == "websocket.close"
+    async with asgi.lifespan():
+        assert not asgi.closed and asgi._server is not None
+    assert asgi.closed
+
+
+async def test_app_asgi_is_built_once():
+    assert app.asgi is app.asgi and isinstance(app.asgi, ASGIApp) and app.asgi.path == "/mcp"
+
+
+def test_accept_header_parsing():
+    assert _accepts("application/json, text/event-stream") == (True, True)
+    assert _accepts("") == (True, True)
+    assert _accepts("*/*") == (True, True)
+    assert _accepts("application/json") == (True, False)
+    assert _accepts("text/event-stream;q=0.5") == (False, True)
+    assert _accepts("application/json;q=0, text/*") == (False, True)
+    assert _accepts("text/html") == (False, False)
+
+
+def test_header_values_and_hosts():
+    assert _decode_header("=?base64?aXRlbTovLzU=?=") == "item://5"
+    assert _decode_header("=?base64?SGVsbG8sIOS4lueVjA==?=") == "Hello, 世界"
+    assert _decode_header("=?base64?%%%?=") is None
+    assert _decode_header("café") is None  # raw non-ASCII must be base64-wrapped
+    assert _decode_header("file:///a b") == "file:///a b"
+    assert _bare_host("LOCALHOST:8000") == "localhost"
+    assert _bare_host("[::1]:9") == "::1"
+    assert _bare_host("example.com.") == "example.com"
+    assert _is_loopback("127.9.9.9") and _is_loopback("[::1]") and _is_loopback("localhost")
+    assert not _is_loopback("0.0.0.0") and not _is_loopback("10.0.0.1") and not _is_loopback("localhost.evil")
