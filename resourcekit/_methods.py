@@ -95,7 +95,10 @@ def discover(req: Request) -> dict[str, Any]:
 
 
 def read(req: Request) -> Any:
-    return serve(req, _str_param(req, "uri"), read_result)
+    uri = _str_param(req, "uri")
+    if req.conn.wants(extensions.SEP_2093, req):  # contents that carry Resource metadata
+        return extensions.read(req, uri)
+    return serve(req, uri, read_result)
 
 
 def serve(req: Request, uri: str, build: Callable[[Request, Handler, str, Any], dict[str, Any]]) -> Any:
@@ -132,7 +135,6 @@ def read_result(req: Request, handler: Handler, uri: str, value: Any) -> dict[st
     contents = to_contents(uri, value, handler.mime_type)
     req.conn.app.tracker.observe(uri, combined_version(contents))
     wire = [c.to_wire(META_VERSION) for c in contents]
-    extensions.decorate_read(req, handler, uri, wire)
     return _cache_hints(req, {"contents": wire}, handler)
 
 
@@ -154,8 +156,8 @@ def list_resources(req: Request) -> Any:
     if "uri" in req.params:  # SEP-2093: the children of a listable resource
         return _maybe_in_thread(req, extensions.list_children, True)
     if "filter" in req.params:  # seed 000
-        keep = extensions.filter_for(req.params["filter"])
-        return _maybe_in_thread(req, lambda r: listing.list_resources(r, keep), True)
+        extensions.filter_for(req.params["filter"])  # a bad filter is answered at once
+        return _maybe_in_thread(req, extensions.list_filtered, True)
     return _maybe_in_thread(req, listing.list_resources, req.conn.app.listed_templates)
 
 

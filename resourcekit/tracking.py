@@ -232,7 +232,10 @@ class Tracker:
                     log.error("re-reading %s to check for changes failed", uri, exc_info=version)
                     continue
                 self.checks += 1
-                self._observed[uri] = version
+                if version == _GONE:  # deleted: no version to show in listings
+                    self._observed.pop(uri, None)
+                else:
+                    self._observed[uri] = version
                 previous = self._announced.get(uri)
                 if uri in self._by_uri:
                     self._announced[uri] = version
