@@ -1,76 +1,117 @@
-"""The MCP Inspector CLI against ``resourcekit run``, over stdio and over HTTP, in both eras."""
+"""The MCP Inspector CLI (``npx inspector --cli``, 2.12.0) against ``resourcekit run``.
+
+The same calls over stdio (the Inspector starts ``python -m resourcekit run APP`` itself)
+and over Streamable HTTP (``resourcekit run APP --transport http``), in the handshake era
+(the Inspector's default, ``legacy``) and with ``--protocol-era modern`` (2026-07-28).
+Every Inspector call is its own node process (and, over stdio, its own server process), so
+the calls of one transport run concurrently (they mostly wait: over stdio a modern-era call
+ends only when the server has exited after the Inspector closed its stdin).  The Inspector's
+bin is run by the Node 22 of node_modules/.bin/node -- what ``npx inspector`` does from
+tests/conformance, minus npm's own start-up (half of each call's time).
+"""
 
 from __future__ import annotations
 
+import base64
 import json
-import os
-import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import pytest
 
-from tests.helpers import APPS, ROOT, env
+from tests.helpers import APPS, env
 from tests.http_server import http_server_process
+from tests.test_conformance import CONFORMANCE, NODE_MODULES, ensure_npm_packages, node_env
 
-CONFORMANCE = ROOT / "tests" / "conformance"
 APP = APPS / "conformance_app.py"
+INSPECTOR = NODE_MODULES / "@modelcontextprotocol" / "inspector"
+RESOURCES = {"test://static-text", "test://static-binary", "test://watched-resource"}
+
+READ = ("--method", "resources/read", "--uri")
+CALLS = {
+    "list": ("--method", "resources/list"),
+    "templates": ("--method", "resources/templates/list"),
+    "text": (*READ, "test://static-text"),
+    "binary": (*READ, "test://static-binary"),
+    "template": (*READ, "test://template/42/data"),
+    "unknown": (*READ, "test://nope"),
+    "modern-list": ("--protocol-era", "modern", "--method", "resources/list"),
+    "modern-binary": ("--protocol-era", "modern", *READ, "test://static-binary"),
+    "modern-unknown": ("--protocol-era", "modern", *READ, "test://nope"),
+}
 
 
 @pytest.fixture(scope="module")
-def inspector() -> None:
-    if shutil.which("npm") is None:
-        pytest.skip("npm is not installed: the Inspector is an npm package")
-    if not (CONFORMANCE / "node_modules" / ".bin" / "inspector").exists():
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=CONFORMANCE, check=True,
-                       capture_output=True, timeout=600)
+def inspector_env(tmp_path_factory) -> dict[str, str]:
+    ensure_npm_packages()
+    # Node 22 first on PATH; PYTHONPATH for the stdio server the Inspector starts; a private
+    # HOME for the Inspector's ~/.mcp-inspector (catalog, storage)
+    environment = node_env(env())
+    environment["HOME"] = str(tmp_path_factory.mktemp("inspector-home"))
+    return environment
 
 
-def inspect(*args: str) -> subprocess.CompletedProcess[str]:
-    environment = env()
-    environment["PATH"] = f"{CONFORMANCE / 'node_modules' / '.bin'}{os.pathsep}{environment.get('PATH', '')}"
-    return subprocess.run(["npx", "--no-install", "inspector", "--cli", *args], cwd=CONFORMANCE,
-                          env=environment, capture_output=True, text=True, timeout=120)
+@contextmanager
+def target(transport: str) -> Iterator[tuple[list[str], list[str]]]:
+    """(arguments before the options, arguments after them) naming the server for ``--cli``."""
+    if transport == "stdio":
+        yield [], ["--", sys.executable, "-m", "resourcekit", "run", str(APP)]
+    else:
+        with http_server_process(APP) as url:
+            yield [url, "--transport", "http"], []
 
 
-def stdio(*args: str) -> subprocess.CompletedProcess[str]:
-    return inspect(*args, "--format", "json", "-q", "--", sys.executable, "-m", "resourcekit", "run", str(APP))
+def inspect(environment: dict[str, str], before: list[str], options: tuple[str, ...], after: list[str]):
+    launcher = INSPECTOR / json.loads((INSPECTOR / "package.json").read_text())["bin"]["inspector"]
+    argv = [str(NODE_MODULES / ".bin" / "node"), str(launcher), "--cli", *before, *options, "--format", "json",
+            "-q", *after]
+    return subprocess.run(argv, cwd=CONFORMANCE, env=environment, capture_output=True, text=True, timeout=120)
 
 
 def result_of(done: subprocess.CompletedProcess[str]) -> dict:
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
     line = next(line for line in done.stdout.splitlines() if line.startswith("{"))
     return json.loads(line)["result"]
 
 
-def test_stdio_list_templates_and_reads(inspector):
-    resources = result_of(stdio("--method", "resources/list"))["resources"]
-    assert {r["uri"] for r in resources} == {"test://static-text", "test://static-binary", "test://watched-resource"}
-    templates = result_of(stdio("--method", "resources/templates/list"))["resourceTemplates"]
-    assert templates[0]["uriTemplate"] == "test://template/{id}/data"
-    text = result_of(stdio("--method", "resources/read", "--uri", "test://static-text"))["contents"][0]
-    assert text["mimeType"] == "text/plain" and text["text"]
-    blob = result_of(stdio("--method", "resources/read", "--uri", "test://static-binary"))["contents"][0]
-    assert blob["mimeType"] == "image/png" and blob["blob"]
-    templated = result_of(stdio("--method", "resources/read", "--uri", "test://template/42/data"))
-    assert "42" in templated["contents"][0]["text"]
+def error_of(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 1, f"exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+    line = next(line for line in (done.stderr + done.stdout).splitlines() if line.startswith('{"error"'))
+    return json.loads(line)["error"]["message"]
 
 
-def test_stdio_errors_and_modern_era(inspector):
-    missing = stdio("--method", "resources/read", "--uri", "test://nope")
-    assert missing.returncode == 1 and "Resource not found: test://nope" in missing.stderr + missing.stdout
-    modern = result_of(stdio("--protocol-era", "modern", "--method", "resources/read", "--uri", "test://static-text"))
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_inspector_cli(inspector_env, transport):
+    with target(transport) as (before, after), ThreadPoolExecutor(len(CALLS)) as pool:
+        futures = {name: pool.submit(inspect, inspector_env, before, options, after)
+                   for name, options in CALLS.items()}
+        done = {name: future.result() for name, future in futures.items()}
+
+    for name in ("list", "modern-list"):
+        resources = result_of(done[name])["resources"]
+        assert {r["uri"] for r in resources} == RESOURCES, name
+        assert {r["mimeType"] for r in resources} == {"text/plain", "image/png"}, name
+    templates = result_of(done["templates"])["resourceTemplates"]
+    assert [t["uriTemplate"] for t in templates] == ["test://template/{id}/data"]
+
+    [text] = result_of(done["text"])["contents"]
+    assert text["uri"] == "test://static-text" and text["mimeType"] == "text/plain"
+    assert text["text"] == "This is the content of the static text resource."
+    binary = result_of(done["binary"])["contents"][0]
+    assert binary["mimeType"] == "image/png" and "text" not in binary
+    assert base64.b64decode(binary["blob"]).startswith(b"\x89PNG\r\n\x1a\n")
+    templated = result_of(done["template"])["contents"][0]
+    assert templated["uri"] == "test://template/42/data" and json.loads(templated["text"])["id"] == "42"
+
+    # 2026-07-28: no handshake; results carry caching hints and the server's identity in _meta
+    modern = result_of(done["modern-binary"])
     assert modern["cacheScope"] in ("public", "private") and modern["ttlMs"] >= 0
     assert modern["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "conformance-fixture"
+    assert base64.b64decode(modern["contents"][0]["blob"]).startswith(b"\x89PNG")
 
-
-def test_http_both_eras(inspector):
-    with http_server_process(APP) as url:
-        listed = result_of(inspect(url, "--method", "resources/list", "--format", "json", "-q"))
-        assert len(listed["resources"]) == 3
-        read = result_of(inspect(url, "--method", "resources/read", "--uri", "test://template/7/data",
-                                 "--format", "json", "-q"))
-        assert "7" in read["contents"][0]["text"]
-        modern = result_of(inspect(url, "--protocol-era", "modern", "--method", "resources/read",
-                                   "--uri", "test://static-binary", "--format", "json", "-q"))
-        assert modern["contents"][0]["blob"] and modern["ttlMs"] >= 0
+    # an unknown URI: the Inspector prints the JSON-RPC error's message and exits 1
+    for name in ("unknown", "modern-unknown"):
+        assert error_of(done[name]) == "Resource not found: test://nope", name
