@@ -231,3 +231,13 @@ def test_files_instead_of_pipes(tmp_path):
     lines = [orjson.loads(line) for line in replies.read_bytes().splitlines()]
     assert [m["id"] for m in lines] == [0, 1]
     assert lines[1]["result"]["contents"][0]["text"] == "hello, world"
+
+
+def test_exit_is_prompt_with_an_open_listen_stream():
+    with RawServer(APP) as server:
+        server.send({"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen", "params": {
+            "_meta": modern_meta(), "notifications": {"resourcesListChanged": True}}})
+        assert server.recv()["method"] == "notifications/subscriptions/acknowledged"
+        started = time.monotonic()
+        assert server.close(timeout=10) == 0
+        assert time.monotonic() - started < 2.5

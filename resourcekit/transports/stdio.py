@@ -159,10 +159,12 @@ async def serve_stdio(app: App, stdin: Any = None, stdout_fd: int | None = None)
         await done
         if read_transport is not None:
             read_transport.close()
+        # listen streams never finish by themselves: end them first, or the drain below
+        # would wait its whole grace period for them
+        app.tracker.close_listens()
         await conn.drain(SHUTDOWN_GRACE)
         if read_transport is None:
             file_reader.cancel()
-        app.tracker.close_listens()
     finally:
         writer.flush()
         conn.close()
