@@ -4,7 +4,7 @@ Every server is a real stdio subprocess. One client of our own (raw JSON-RPC ove
 pipes, newline-delimited, orjson, no asyncio) drives them, alternating servers inside
 one run: server A run 1, B run 1, C run 1, D run 1, A run 2, ...
 
-    python benchmarks/run.py            # full: 3 runs each, ~6-9 minutes
+    python benchmarks/run.py            # full: 3 runs each, ~7-10 minutes
     python benchmarks/run.py --quick    # 1 run each, short durations, ~1 minute
 
 Run it with the bench venv's python (see benchmarks/README.md). Results go to
@@ -14,17 +14,21 @@ benchmarks/results.json and benchmarks/RESULTS.md (plus chart.png when matplotli
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import fcntl
+import multiprocessing
 import os
 import platform
 import resource
 import selectors
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
 import time
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +43,7 @@ SERVERS_DIR = HERE / "servers"
 LOG_DIR = HERE / ".logs"
 PROTOCOL_VERSION = "2025-11-25"
 SERVER_NAMES = ("resourcekit", "mcp", "fastmcp", "raw")
+W5_CLIENTS = 16  # concurrent HTTP clients in W5, one keep-alive connection each
 F_SETPIPE_SZ = 1031  # Linux fcntl
 # Both pipes are enlarged (default 64 KiB) so that a 1 MiB reply is not cut into 16 wake-ups of
 # client and server; BENCH_PIPE_SIZE=0 keeps the system default.
@@ -67,6 +72,58 @@ class ServerError(Exception):
     pass
 
 
+def wrapped_argv(name: str, argv: list[str]) -> list[str]:
+    """BENCH_WRAP_<NAME>: a profiler in front of the server. A wrapper that starts with a
+    python ("python -m cProfile -o f.prof") takes the place of the interpreter; any other
+    ("py-spy record -o f.svg --") goes in front of the whole command."""
+    wrap = os.environ.get(f"BENCH_WRAP_{name.upper()}", "").split()
+    if wrap and Path(wrap[0]).name.startswith("python"):
+        return wrap + (argv[1:] if argv[0] == sys.executable else argv)
+    return wrap + argv
+
+
+def start_pyspy(pid: int, stem: str) -> subprocess.Popen[bytes] | None:
+    """BENCH_PYSPY_DIR=dir: sample process pid with py-spy (collapsed stacks) from here on."""
+    out_dir = os.environ.get("BENCH_PYSPY_DIR")
+    pyspy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    if not out_dir or not Path(pyspy).exists():
+        return None
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(
+        [pyspy, "record", "--pid", str(pid), "--rate", "250", "--nonblocking", "--threads",
+         "--format", "raw", "--output", str(Path(out_dir) / f"{stem}.txt")],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    time.sleep(0.3)  # let it attach
+    return proc
+
+
+def stop_pyspy(proc: subprocess.Popen[bytes] | None) -> None:
+    if proc is not None:
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+
+
+def log_tail(path: Path) -> str:
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "no log"
+    return " | ".join(text[-3:]) or "no stderr"
+
+
+def peak_rss_mib(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
 class Server:
     """One server subprocess and the client end of its pipes."""
 
@@ -75,15 +132,7 @@ class Server:
         env = dict(os.environ, BENCH_WORKLOAD=workload)
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env.pop("PYTHONPROFILEIMPORTTIME", None)
-        argv = server_argv(name)
-        # BENCH_WRAP_<NAME>: a profiler in front of the server. A wrapper that starts with a
-        # python ("python -m cProfile -o f.prof") takes the place of the interpreter; any other
-        # ("py-spy record -o f.svg --") goes in front of the whole command.
-        wrap = os.environ.get(f"BENCH_WRAP_{name.upper()}", "").split()
-        if wrap and Path(wrap[0]).name.startswith("python"):
-            argv = wrap + (argv[1:] if argv[0] == sys.executable else argv)
-        elif wrap:
-            argv = wrap + argv
+        argv = wrapped_argv(name, server_argv(name))
         LOG_DIR.mkdir(exist_ok=True)
         self.log_path = LOG_DIR / f"{name}-{tag}.stderr"
         self._log = open(self.log_path, "wb")  # noqa: SIM115
@@ -160,11 +209,7 @@ class Server:
         return lines
 
     def _tail(self) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace").strip().splitlines()
-        except OSError:
-            return "no log"
-        return " | ".join(text[-3:]) or "no stderr"
+        return log_tail(self.log_path)
 
     # -- JSON-RPC helpers
     def request(self, method: str, params: dict[str, Any] | None = None, timeout: float = 60.0) -> dict[str, Any]:
@@ -211,18 +256,7 @@ class Server:
 
     def _maybe_profile(self) -> None:
         """BENCH_PYSPY_DIR=dir: sample the server with py-spy (collapsed stacks) from here on."""
-        out_dir = os.environ.get("BENCH_PYSPY_DIR")
-        pyspy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-        if not out_dir or not Path(pyspy).exists():
-            return
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        out = Path(out_dir) / f"{self.log_path.stem.replace('.stderr', '')}.txt"
-        self._pyspy = subprocess.Popen(
-            [pyspy, "record", "--pid", str(self.proc.pid), "--rate", "250", "--nonblocking", "--threads",
-             "--format", "raw", "--output", str(out)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        time.sleep(0.3)  # let it attach
+        self._pyspy = start_pyspy(self.proc.pid, self.log_path.stem.replace(".stderr", ""))
 
     # -- measurements of the child
     def cpu_s(self) -> float:
@@ -230,13 +264,7 @@ class Server:
         return t.user + t.system
 
     def peak_rss_mib(self) -> float:
-        try:
-            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-        except OSError:
-            pass
-        return float("nan")
+        return peak_rss_mib(self.proc.pid)
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -250,11 +278,7 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        if self._pyspy is not None:
-            try:
-                self._pyspy.wait(20)
-            except subprocess.TimeoutExpired:
-                self._pyspy.terminate()
+        stop_pyspy(self._pyspy)
         self.sel.close()
         self.proc.stdout.close()  # type: ignore[union-attr]
         self._log.close()
@@ -370,6 +394,10 @@ class Config:
     depth: int = 64
     w6_depth: int = int(os.environ.get("BENCH_W6_DEPTH", "4"))
     w4_spawns: int = 3
+    w5_seconds: float = 3.0
+    w5_warmup: float = 0.5
+    w5_clients: int = W5_CLIENTS
+    w5_procs: int = int(os.environ.get("BENCH_W5_PROCS", "1"))
     list_sizes: tuple[str, ...] = ("list10k", "list100k")
     startup_timeout: float = 120.0
     slow_once: dict[tuple[str, str], float] = field(default_factory=dict)  # (server, workload) -> timeout, 1 run
@@ -472,6 +500,377 @@ def w4(name: str, cfg: Config, tag: str) -> dict[str, Any]:
     return {"startup_ms": statistics.median(times), "samples_ms": times}
 
 
+# --------------------------------------------------------------------------- W5: Streamable HTTP
+#
+# Each server listens on a free loopback port; W5_CLIENTS clients, each on its own keep-alive
+# connection, initialize a session and then read the small resource back to back (one request
+# in flight per connection). The clients are hand-written HTTP/1.1 over asyncio Protocols (uvloop
+# when installed), spread over BENCH_W5_PROCS forked processes so that the client is not the
+# limit; all of them share one clock window: a warm-up, then the timed window.
+
+HTTP_FILES = {"mcp": "mcp_app.py", "fastmcp": "fastmcp_app.py", "raw": "raw_http.py"}
+
+
+def http_server_argv(name: str, port: int) -> list[str]:
+    if name == "resourcekit":
+        return [sys.executable, "-m", "resourcekit", "run", str(SERVERS_DIR / "rk_app.py"),
+                "--transport", "http", "--host", "127.0.0.1", "--port", str(port)]
+    return [sys.executable, str(SERVERS_DIR / HTTP_FILES[name])]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class HttpServer:
+    """One server subprocess listening on 127.0.0.1:port (POST /mcp)."""
+
+    def __init__(self, name: str, workload: str, tag: str) -> None:
+        self.name = name
+        self.port = free_port()
+        env = dict(os.environ, BENCH_WORKLOAD=workload, BENCH_TRANSPORT="http", BENCH_PORT=str(self.port))
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env.pop("PYTHONPROFILEIMPORTTIME", None)
+        LOG_DIR.mkdir(exist_ok=True)
+        self.log_path = LOG_DIR / f"{name}-{tag}.stderr"
+        self._log = open(self.log_path, "wb")  # noqa: SIM115
+        self.t_spawn = time.perf_counter()
+        self.proc = subprocess.Popen(
+            wrapped_argv(name, http_server_argv(name, self.port)), stdin=subprocess.DEVNULL, stdout=self._log,
+            stderr=self._log, cwd=ROOT, env=env,
+        )
+        self.ps = psutil.Process(self.proc.pid)
+        self._pyspy: subprocess.Popen[bytes] | None = None
+
+    def wait_listening(self, timeout: float) -> float:
+        """Seconds from spawn until the port accepts connections."""
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            if self.proc.poll() is not None:
+                raise ServerError(f"{self.name}: server exited with {self.proc.returncode} ({self._tail()})")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return time.perf_counter() - self.t_spawn
+            except OSError:
+                time.sleep(0.02)
+        raise ServerError(f"{self.name}: not listening on {self.port} within {timeout:.0f} s ({self._tail()})")
+
+    def _tail(self) -> str:
+        return log_tail(self.log_path)
+
+    def profile(self) -> None:
+        self._pyspy = start_pyspy(self.proc.pid, self.log_path.stem.replace(".stderr", ""))
+
+    def cpu_s(self) -> float:
+        total = 0.0
+        for p in (self.ps, *self.ps.children(recursive=True)):
+            with contextlib.suppress(psutil.Error):
+                t = p.cpu_times()
+                total += t.user + t.system
+        return total
+
+    def peak_rss_mib(self) -> float:
+        return peak_rss_mib(self.proc.pid)
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        stop_pyspy(self._pyspy)
+        self._log.close()
+
+
+def _header(head: bytes, name: bytes, lower: bytes | None = None) -> bytes | None:
+    """A header's value (name in lower case) from a response head (status line and headers)."""
+    at = (lower or head.lower()).find(b"\r\n" + name + b":")
+    if at < 0:
+        return None
+    start = at + len(name) + 3
+    stop = head.find(b"\r\n", start)
+    return head[start:stop if stop >= 0 else len(head)].strip()
+
+
+class _H1Conn(asyncio.Protocol):
+    """One keep-alive HTTP/1.1 connection, one request at a time; Content-Length or chunked bodies.
+
+    The handshake goes through post() (a future per request); the timed reads run as callbacks
+    (each complete response sends the next request from data_received): no task or future per
+    read, so the client spends little beside the server."""
+
+    def __init__(self, port: int, st: _W5State) -> None:
+        self.prefix = (
+            b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:%d\r\ncontent-type: application/json\r\n"
+            b"accept: application/json, text/event-stream\r\nmcp-protocol-version: %s\r\n"
+            % (port, PROTOCOL_VERSION.encode())
+        )
+        self.st = st
+        self.buf = b""
+        self.waiter: asyncio.Future[tuple[int, bytes, bytes]] | None = None
+        self.reads: asyncio.Future[None] | None = None  # set while the timed reads run
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport: asyncio.Transport = transport  # type: ignore[assignment]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        for fut in (self.waiter, self.reads):
+            if fut is not None and not fut.done():
+                fut.set_exception(ConnectionError(f"connection closed by the server ({exc})"))
+
+    def data_received(self, data: bytes) -> None:
+        self.buf = self.buf + data if self.buf else data
+        if self.reads is not None:
+            try:
+                got = self._parse()
+                if got is not None:
+                    self._read_done(*got)
+            except Exception as exc:  # ends this client with the error
+                if not self.reads.done():
+                    self.reads.set_exception(exc)
+        elif self.waiter is not None and not self.waiter.done():
+            try:
+                got = self._parse()
+            except Exception as exc:
+                self.waiter.set_exception(exc)
+                return
+            if got is not None:
+                self.waiter.set_result(got)
+
+    def _parse(self) -> tuple[int, bytes, bytes] | None:
+        """(status, head, body) of the first whole response in the buffer, or None."""
+        buf = self.buf
+        end = buf.find(b"\r\n\r\n")
+        if end < 0:
+            return None
+        head = buf[:end]
+        lower = head.lower()
+        status = int(head[9:12])
+        pos = end + 4
+        length = _header(head, b"content-length", lower)
+        if length is not None:
+            stop = pos + int(length)
+            if len(buf) < stop:
+                return None
+            body = buf[pos:stop]
+        elif _header(head, b"transfer-encoding", lower) == b"chunked":
+            parts = []
+            while True:
+                eol = buf.find(b"\r\n", pos)
+                if eol < 0:
+                    return None
+                size = int(buf[pos:eol].split(b";", 1)[0], 16)
+                if len(buf) < eol + 2 + size + 2:
+                    return None
+                parts.append(buf[eol + 2:eol + 2 + size])
+                pos = eol + 2 + size + 2
+                if size == 0:  # these servers send no trailers
+                    break
+            body, stop = b"".join(parts), pos
+        elif status in (202, 204, 304) or 100 <= status < 200:
+            body, stop = b"", pos
+        else:
+            raise ServerError(f"response without a length: {buf[:end]!r}")
+        self.buf = buf[stop:]
+        return status, head, body
+
+    def _request(self, body: bytes) -> bytes:
+        return b"%scontent-length: %d\r\n\r\n%s" % (self.prefix, len(body), body)
+
+    async def post(self, body: bytes) -> tuple[int, bytes, bytes]:
+        self.waiter = asyncio.get_running_loop().create_future()
+        self.transport.write(self._request(body))
+        return await self.waiter
+
+    def run_reads(self, session: bytes | None) -> asyncio.Future[None]:
+        if session:
+            self.prefix += b"mcp-session-id: " + session + b"\r\n"
+        self.reads = asyncio.get_running_loop().create_future()
+        self.rid = 0
+        self._send_read()
+        return self.reads
+
+    def _send_read(self) -> None:
+        self.t0 = t0 = time.monotonic()
+        if t0 >= self.st.window[2]:
+            self.reads.set_result(None)  # type: ignore[union-attr]
+            return
+        self.rid += 1
+        self.transport.write(self._request(
+            b'{"jsonrpc":"2.0","id":%d,"method":"resources/read","params":{"uri":%s}}' % (self.rid, self.st.uri)))
+
+    def _read_done(self, status: int, head: bytes, body: bytes) -> None:
+        t1 = time.monotonic()
+        msg = _jsonrpc_of(body)
+        if status != 200 or msg.get("id") != self.rid or "result" not in msg:
+            raise ServerError(f"read -> {status} {body[:300]!r}")
+        if msg["result"]["contents"][0].get("text") != content.SMALL_TEXT:
+            raise ServerError(f"read returned {body[:300]!r}")
+        st = self.st
+        if self.t0 >= st.window[1] and t1 <= st.window[2]:
+            st.lat.append(t1 - self.t0)
+            st.count += 1
+        self._send_read()
+
+
+def _jsonrpc_of(body: bytes) -> dict[str, Any]:
+    """The JSON-RPC response in a JSON body or in an SSE stream (the data event that carries an id)."""
+    if body[:1] == b"{":
+        return orjson.loads(body)  # type: ignore[no-any-return]
+    for event in body.replace(b"\r\n", b"\n").split(b"\n\n"):
+        data = b"\n".join(line[5:].lstrip(b" ") for line in event.split(b"\n") if line.startswith(b"data:"))
+        if data[:1] == b"{":
+            msg = orjson.loads(data)
+            if "id" in msg and "method" not in msg:
+                return msg  # type: ignore[no-any-return]
+    raise ServerError(f"no JSON-RPC response in {body[:300]!r}")
+
+
+class _W5State:
+    """What the clients of one process share."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.initialized = 0
+        self.all_initialized = asyncio.Event()
+        self.go = asyncio.Event()
+        self.window = (0.0, 0.0, 0.0)  # go, record from, end (time.monotonic, the same in every process)
+        self.uri = orjson.dumps(content.SMALL_URI)
+        self.lat = array("d")
+        self.count = 0
+
+
+async def _w5_client(port: int, st: _W5State) -> None:
+    loop = asyncio.get_running_loop()
+    transport, conn = await loop.create_connection(lambda: _H1Conn(port, st), "127.0.0.1", port)
+    transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    init = orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": PROTOCOL_VERSION, "capabilities": {},
+        "clientInfo": {"name": "resourcekit-bench", "version": "0"}}})
+    status, head, body = await conn.post(init)
+    if status != 200 or "result" not in _jsonrpc_of(body):
+        raise ServerError(f"initialize -> {status} {body[:300]!r}")
+    session = _header(head, b"mcp-session-id")
+    if session:
+        conn.prefix += b"mcp-session-id: " + session + b"\r\n"
+    status, _, body = await conn.post(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    if status not in (200, 202, 204):
+        raise ServerError(f"notifications/initialized -> {status} {body[:300]!r}")
+    st.initialized += 1
+    if st.initialized == st.n:
+        st.all_initialized.set()
+    await st.go.wait()
+    await asyncio.sleep(max(0.0, st.window[0] - time.monotonic()))
+    await conn.run_reads(None)
+    transport.close()
+
+
+def _w5_client_proc(port: int, n: int, pipe: Any) -> None:
+    """A forked client process with n connections: says "ready" once they are initialized,
+    receives the window, runs it, sends back its counts and latencies."""
+    try:
+        try:
+            import uvloop
+
+            loop = uvloop.new_event_loop()
+        except ImportError:
+            loop = asyncio.new_event_loop()
+
+        async def main() -> dict[str, Any]:
+            st = _W5State(n)
+            tasks = [asyncio.ensure_future(_w5_client(port, st)) for _ in range(n)]
+            waiter = asyncio.ensure_future(st.all_initialized.wait())
+            await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+            for t in tasks:
+                if t.done():  # before the window only a failure ends a client
+                    t.result()
+            pipe.send("ready")
+            st.window = await loop.run_in_executor(None, pipe.recv)
+            ru0 = resource.getrusage(resource.RUSAGE_SELF)
+            st.go.set()
+            await asyncio.gather(*tasks)
+            ru1 = resource.getrusage(resource.RUSAGE_SELF)
+            cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+            return {"count": st.count, "lat": st.lat.tobytes(), "cpu_s": cpu}
+
+        pipe.send(loop.run_until_complete(main()))
+    except BaseException as exc:  # reported to the parent
+        pipe.send({"error": f"{type(exc).__name__}: {exc}"})
+    finally:
+        pipe.close()
+        os._exit(0)
+
+
+def w5(name: str, cfg: Config, tag: str) -> dict[str, Any]:
+    srv = HttpServer(name, "small", tag)
+    procs: list[tuple[Any, Any]] = []
+    try:
+        listening = srv.wait_listening(cfg.startup_timeout)
+        ctx = multiprocessing.get_context("fork")
+        nprocs = max(1, min(cfg.w5_procs, cfg.w5_clients))
+        for k in range(nprocs):
+            parent_end, child_end = ctx.Pipe()
+            n = cfg.w5_clients // nprocs + (1 if k < cfg.w5_clients % nprocs else 0)
+            p = ctx.Process(target=_w5_client_proc, args=(srv.port, n, child_end), daemon=True)
+            p.start()
+            child_end.close()
+            procs.append((p, parent_end))
+        for _, pipe in procs:
+            if not pipe.poll(cfg.startup_timeout):
+                raise ServerError(f"{name}: clients not initialized within {cfg.startup_timeout:.0f} s")
+            msg = pipe.recv()
+            if msg != "ready":
+                raise ServerError(f"{name}: {msg.get('error', msg)}")
+        srv.profile()
+        t_go = time.monotonic() + 0.05
+        t_rec = t_go + cfg.w5_warmup
+        t_end = t_rec + cfg.w5_seconds
+        for _, pipe in procs:
+            pipe.send((t_go, t_rec, t_end))
+        time.sleep(max(0.0, t_rec - time.monotonic()))
+        cpu0 = srv.cpu_s()
+        time.sleep(max(0.0, t_end - time.monotonic()))
+        cpu = srv.cpu_s() - cpu0
+        lat = array("d")
+        count = 0
+        client_cpu = 0.0
+        for _, pipe in procs:
+            if not pipe.poll(60):
+                raise ServerError(f"{name}: a client process did not finish")
+            out = pipe.recv()
+            if "error" in out:
+                raise ServerError(f"{name}: {out['error']}")
+            lat.frombytes(out["lat"])
+            count += out["count"]
+            client_cpu += out["cpu_s"]
+        if not count:
+            raise ServerError(f"{name}: no read completed in the window")
+        lats = sorted(lat)
+        return {
+            "reads": count,
+            "seconds": cfg.w5_seconds,
+            "rps": count / cfg.w5_seconds,
+            "p50_ms": lats[len(lats) // 2] * 1000,
+            "p99_ms": lats[min(len(lats) - 1, int(len(lats) * 0.99))] * 1000,
+            "cpu_us_per_read": cpu / count * 1e6,
+            "server_cpu_share": cpu / cfg.w5_seconds,
+            "client_cpu_share": client_cpu / (t_end - t_go),
+            "listen_s": listening,
+            "peak_rss_mib": srv.peak_rss_mib(),
+        }
+    finally:
+        for p, pipe in procs:
+            p.join(5)
+            if p.is_alive():
+                p.kill()
+                p.join()
+            pipe.close()
+        srv.close()
+
+
 # --------------------------------------------------------------------------- orchestration
 
 
@@ -521,6 +920,8 @@ def run_all(cfg: Config, servers: list[str], workloads: list[str]) -> dict[str, 
         plan.append(("W1", lambda n, r: lambda: w1(n, cfg, f"w1-{r}")))
     if "w3" in workloads:
         plan.append(("W3", lambda n, r: lambda: w3(n, cfg, f"w3-{r}")))
+    if "w5" in workloads:
+        plan.append(("W5", lambda n, r: lambda: w5(n, cfg, f"w5-{r}")))
     if "w6" in workloads:
         plan.append(("W6", lambda n, r: lambda: w6(n, cfg, f"w6-{r}")))
     if "w4" in workloads:
@@ -598,6 +999,10 @@ ROWS: list[tuple[str, str, str, bool]] = [
     ("W3 p50 / p99 latency, ms", "W3", "p50_ms", False),
     ("W3 server CPU per read, µs", "W3", "cpu_us_per_read", False),
     ("W4 start-up to initialize reply, ms", "W4", "startup_ms", False),
+    (f"W5 Streamable HTTP, {W5_CLIENTS} clients, req/s", "W5", "rps", True),
+    ("W5 p50 / p99 latency, ms", "W5", "p50_ms", False),
+    ("W5 server CPU per read, µs", "W5", "cpu_us_per_read", False),
+    ("W5 server peak RSS, MiB", "W5", "peak_rss_mib", False),
     ("W6 1 MiB reads, MB/s (4 in flight)", "W6", "mb_per_s", True),
     ("W6 server peak RSS, MiB", "W6", "peak_rss_mib", False),
     ("W6 server CPU per read, ms", "W6", "cpu_ms_per_read", False),
@@ -608,7 +1013,7 @@ def _cell(res: dict[str, Any], wl: str, name: str, key: str) -> str:
     if key == "cpu_ms_per_read":
         v = _get(res, wl, name, "cpu_us_per_read")
         return _fmt(v / 1000 if v is not None else None)
-    if key == "p50_ms" and wl == "W3":
+    if key == "p50_ms" and wl in ("W3", "W5"):
         a, b = _get(res, wl, name, "p50_ms"), _get(res, wl, name, "p99_ms")
         return f"{_fmt(a)} / {_fmt(b)}" if a is not None else "—"
     v = _get(res, wl, name, key)
@@ -656,6 +1061,8 @@ def targets(res: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
     add("W2 10k walk ≤ 3x raw", a / b if a and b else None, lambda v: v <= 3, "{:.2f}x")
     a, b = g("W4", "resourcekit", "startup_ms"), g("W4", "raw", "startup_ms")
     add("W4 start-up ≤ 1.5x raw", a / b if a and b else None, lambda v: v <= 1.5, "{:.2f}x")
+    a, b = g("W5", "resourcekit", "rps"), g("W5", "mcp", "rps")
+    add("W5 HTTP req/s ≥ 10x mcp", a / b if a and b else None, lambda v: v >= 10, "{:.1f}x")
     a, b = g("W6", "resourcekit", "mb_per_s"), g("W6", "raw", "mb_per_s")
     add("W6 MB/s ≥ 0.9x raw", a / b if a and b else None, lambda v: v >= 0.9, "{:.2f}x")
     a, b = g("W6", "resourcekit", "peak_rss_mib"), g("W6", "raw", "peak_rss_mib")
@@ -683,7 +1090,7 @@ def markdown(doc: dict[str, Any]) -> str:
         if wl not in res:
             continue
         cells = [_cell(res, wl, n, key) for n in names]
-        if key == "p50_ms" and wl == "W3":
+        if key == "p50_ms" and wl in ("W3", "W5"):
             ratios = [_ratio(res, wl, "p50_ms", o) for o in ratio_cols]
         else:
             ratios = [_ratio(res, wl, key, o) for o in ratio_cols]
@@ -712,6 +1119,7 @@ def markdown(doc: dict[str, Any]) -> str:
         f"protocolVersion {PROTOCOL_VERSION}; W1/W3 keep {doc['config']['depth']} reads in flight for "
         f"{doc['config']['w1_seconds']} s, W6 keeps {doc['config']['w6_depth']} in flight for "
         f"{doc['config']['w6_seconds']} s; W4 is the median of {doc['config']['w4_spawns']} spawns per run.",
+        *([w5_setup(doc["config"])] if "W5" in res else []),
         "- server CPU: user+system time of the child (all its threads) over the timed window ÷ reads.",
         "- peak RSS: VmHWM of the child at the end of the workload.",
         "- W2 start-up is spawn → initialize reply with all resources registered; walk is the time to follow "
@@ -733,7 +1141,22 @@ CHART_METRICS = [
     ("W4 start-up ms (lower is better)", "W4", "startup_ms"),
     ("W2 10k start-up s (lower is better)", "W2-list10k", "startup_s"),
     ("W1 peak RSS MiB (lower is better)", "W1", "peak_rss_mib"),
+    (f"W5 HTTP req/s ({W5_CLIENTS} clients)", "W5", "rps"),
+    ("W5 p99 latency ms (lower is better)", "W5", "p99_ms"),
 ]
+
+
+def w5_setup(config: dict[str, Any]) -> str:
+    procs = config.get("w5_procs", 1)
+    return (
+        f"- W5: every server on 127.0.0.1 over Streamable HTTP (resourcekit `run --transport http`, mcp "
+        f"`run(\"streamable-http\")`, fastmcp `run(transport=\"http\")`, raw: `servers/raw_http.py`); "
+        f"{config.get('w5_clients', W5_CLIENTS)} clients, one keep-alive connection each, in "
+        f"{procs} client process{'es' if procs != 1 else ''} (hand-written HTTP/1.1 on asyncio Protocols), each "
+        f"initializes a {PROTOCOL_VERSION} session then reads the small resource back to back (one in flight per "
+        f"connection) for {config.get('w5_seconds', '?')} s after a warm-up; JSON and SSE replies are parsed "
+        "and checked."
+    )
 
 
 def chart(doc: dict[str, Any], path: Path) -> bool:
@@ -747,7 +1170,7 @@ def chart(doc: dict[str, Any], path: Path) -> bool:
     res = doc["results"]
     names = [n for n in SERVER_NAMES if n in doc["servers"]]
     colors = {"resourcekit": "#2b7bba", "mcp": "#999999", "fastmcp": "#c9a227", "raw": "#444444"}
-    fig, axes = plt.subplots(2, 3, figsize=(13, 7))
+    fig, axes = plt.subplots(2, 4, figsize=(17, 7))
     for ax, (title, wl, key) in zip(axes.flat, CHART_METRICS, strict=False):
         vals = [(_get(res, wl, n, key) or 0.0) for n in names]
         bars = ax.bar(names, vals, color=[colors[n] for n in names])
@@ -816,8 +1239,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="1 run, short durations, 10k list only (~1 minute)")
     p.add_argument("--runs", type=int, help="runs per server (default 3, quick 1)")
     p.add_argument("--servers", default=",".join(SERVER_NAMES), help="comma list of " + ",".join(SERVER_NAMES))
-    p.add_argument("--workloads", default="w1,w2,w3,w4,w6", help="comma list of w1,w2,w3,w4,w6")
-    p.add_argument("--seconds", type=float, help="duration of each W1/W3/W6 run")
+    p.add_argument("--workloads", default="w1,w2,w3,w4,w5,w6", help="comma list of w1,w2,w3,w4,w5,w6")
+    p.add_argument("--seconds", type=float, help="duration of each W1/W3/W5/W6 run")
     p.add_argument("--no-write", action="store_true", help="print only; leave results.json/RESULTS.md alone")
     p.add_argument("--note", action="append", default=[], help="a line for the Notes section of RESULTS.md")
     p.add_argument("--report-only", action="store_true", help="rewrite RESULTS.md and chart.png from results.json")
@@ -849,6 +1272,8 @@ def main(argv: list[str] | None = None) -> int:
         w3_seconds=secs,
         w6_seconds=secs,
         w4_spawns=1 if quick else 3,
+        w5_seconds=secs,
+        w5_warmup=0.3 if quick else 0.5,
         list_sizes=("list10k",) if quick else ("list10k", "list100k"),
     )
     # fastmcp registers quadratically (10k resources take over a minute to start here): it is
@@ -880,6 +1305,10 @@ def main(argv: list[str] | None = None) -> int:
             "w1_seconds": cfg.w1_seconds,
             "w6_seconds": cfg.w6_seconds,
             "w4_spawns": cfg.w4_spawns,
+            "w5_seconds": cfg.w5_seconds,
+            "w5_clients": cfg.w5_clients,
+            "w5_procs": cfg.w5_procs,
+            "w5_server_argv": {n: http_server_argv(n, 0) for n in servers},
             "list_sizes": list(cfg.list_sizes),
             "server_argv": {n: server_argv(n) for n in servers},
         },

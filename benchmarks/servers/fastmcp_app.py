@@ -1,9 +1,12 @@
 """The benchmark resources written with fastmcp 4.x (FastMCP).
 
 Run: python benchmarks/servers/fastmcp_app.py   (BENCH_WORKLOAD selects the resources)
+Over Streamable HTTP (W5): BENCH_TRANSPORT=http BENCH_PORT=8000 python benchmarks/servers/fastmcp_app.py
 """
 
 from __future__ import annotations
+
+import os
 
 import _content as c
 from fastmcp import FastMCP
@@ -46,4 +49,8 @@ elif c.list_size():
         server.resource(c.static_uri(_i), name=f"r{_i}")(_make_static(_i))
 
 if __name__ == "__main__":
-    server.run("stdio", show_banner=False, log_level="WARNING")
+    if os.environ.get("BENCH_TRANSPORT") == "http":  # its defaults: stateful sessions, SSE replies
+        server.run(transport="http", host="127.0.0.1", port=int(os.environ.get("BENCH_PORT", "8000")),
+                   show_banner=False, log_level="WARNING")
+    else:
+        server.run("stdio", show_banner=False, log_level="WARNING")

@@ -1,9 +1,12 @@
 """The benchmark resources written with the official SDK's high-level MCPServer (mcp 2.3.0).
 
 Run: python benchmarks/servers/mcp_app.py   (BENCH_WORKLOAD selects the resources)
+Over Streamable HTTP (W5): BENCH_TRANSPORT=http BENCH_PORT=8000 python benchmarks/servers/mcp_app.py
 """
 
 from __future__ import annotations
+
+import os
 
 import _content as c
 from mcp.server.mcpserver import MCPServer
@@ -46,4 +49,7 @@ elif c.list_size():
         server.resource(c.static_uri(_i), name=f"r{_i}")(_make_static(_i))
 
 if __name__ == "__main__":
-    server.run("stdio")
+    if os.environ.get("BENCH_TRANSPORT") == "http":  # its defaults: stateful sessions, SSE replies
+        server.run("streamable-http", host="127.0.0.1", port=int(os.environ.get("BENCH_PORT", "8000")))
+    else:
+        server.run("stdio")
