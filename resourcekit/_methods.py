@@ -7,7 +7,6 @@ from a worker thread).  It raises ``MCPError`` for anything the client got wrong
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +17,7 @@ from .errors import InvalidParams, ResourceNotFound
 from .versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, META_VERSION, MODERN_VERSIONS
 
 if TYPE_CHECKING:
-    from .handler import Handler
+    from .handler import Completer, Handler
     from .protocol import Connection, Request
 
 __all__ = ["HANDSHAKE_METHODS", "LEVEL_RANK", "MODERN_METHODS", "NOTIFICATIONS", "ON_CANCEL", "PENDING"]
@@ -202,32 +201,15 @@ async def complete(req: Request) -> dict[str, Any]:
     return {"completion": completion}
 
 
-async def _call_completer(
-    req: Request, completer: Callable[..., Any], value: str, resolved: dict[str, Any]
-) -> list[str]:
-    wants_context = _arity(completer) >= 2
-    args = (value, resolved) if wants_context else (value,)
-    if inspect.iscoroutinefunction(completer):
-        out = await completer(*args)
+async def _call_completer(req: Request, completer: Completer, value: str, resolved: dict[str, Any]) -> list[str]:
+    args = (value, resolved) if completer.with_context else (value,)
+    fn = completer.fn
+    if completer.is_async:
+        out = await fn(*args)
     else:
-        import asyncio
-
-        future: asyncio.Future[Any] = req.conn.server.loop.create_future()
-
-        def done(ok: bool, result: Any) -> None:
-            if not future.done():
-                (future.set_result if ok else future.set_exception)(result)
-
-        req.conn.server.runner.submit(lambda: list(completer(*args)), done)
-        out = await future
+        out = await req.conn.server.runner.call(lambda: list(fn(*args)))
     return [str(v.value) if hasattr(v, "value") else str(v) for v in out]
 
-
-def _arity(fn: Callable[..., Any]) -> int:
-    try:
-        return len(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
-        return 1
 
 
 # --- subscriptions -------------------------------------------------------------------

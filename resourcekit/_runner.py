@@ -43,6 +43,17 @@ class ThreadRunner:
                     self._threads.append(thread)
                     thread.start()
 
+    async def call(self, fn: Callable[[], Any]) -> Any:
+        """``await runner.call(fn)``: run ``fn()`` in a worker from the loop and get its result."""
+        future: asyncio.Future[Any] = self._loop.create_future()
+
+        def done(ok: bool, value: Any) -> None:
+            if not future.done():
+                (future.set_result if ok else future.set_exception)(value)
+
+        self.submit(fn, done)
+        return await future
+
     def _work(self) -> None:
         jobs, done = self._jobs, self._done
         while True:

@@ -16,7 +16,7 @@ from .errors import (
     TemplateSyntaxError,
     UnknownParameterError,
 )
-from .handler import DEFAULT_OPTIONS, Handler, Options, normalize_annotations
+from .handler import DEFAULT_OPTIONS, Completer, Handler, Options, normalize_annotations
 from .pagination import SeqIndex
 from .router import Router
 from .signature import Signature, inspect_handler
@@ -327,17 +327,17 @@ class App:
         template: UriTemplate | None,
         sig: Signature,
         explicit: Mapping[str, Callable[..., Any]] | None,
-    ) -> dict[str, Callable[..., Any]]:
-        completers: dict[str, Callable[..., Any]] = {}
+    ) -> dict[str, Completer]:
+        completers: dict[str, Completer] = {}
         if template is None:
             return completers
         for name, param in sig.params.items():
             if param.convertor.choices:
-                completers[name] = _choices_completer(param.convertor.choices)
+                completers[name] = Completer(_choices_completer(param.convertor.choices))
         for name, fn in (explicit or {}).items():
             if not callable(fn):
                 raise DefinitionError(f"completer for {name!r} of {uri!r} must be callable")
-            completers[name] = fn
+            completers[name] = Completer(fn)
         return completers
 
     def remove(self, uri: str) -> None:

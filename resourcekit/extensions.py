@@ -285,14 +285,7 @@ def _off_loop() -> bool:
 
 
 async def _in_worker(req: Request, fn: Callable[[], Any]) -> Any:
-    future: asyncio.Future[Any] = req.conn.server.loop.create_future()
-
-    def done(ok: bool, value: Any) -> None:
-        if not future.done():
-            (future.set_result if ok else future.set_exception)(value)
-
-    req.conn.server.runner.submit(fn, done)
-    return await future
+    return await req.conn.server.runner.call(fn)
 
 
 # --- Resource objects -----------------------------------------------------------------------

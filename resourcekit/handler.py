@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,23 @@ if TYPE_CHECKING:
 __all__ = ["Handler", "normalize_annotations"]
 
 _AUDIENCES = frozenset({"user", "assistant"})
+
+
+class Completer:
+    """A completion function for one template variable, inspected once when declared."""
+
+    __slots__ = ("fn", "is_async", "with_context")
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.is_async = inspect.iscoroutinefunction(fn)
+        try:
+            positional = [p for p in inspect.signature(fn).parameters.values()
+                          if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
+        except (TypeError, ValueError):
+            positional = []
+        # fn(value) or fn(value, resolved): the variables already resolved (context.arguments)
+        self.with_context = len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in positional)
 
 
 class Options:
@@ -33,7 +51,7 @@ class Options:
         metadata: Mapping[str, Any] | None = None,
         lister: Callable[..., Any] | None = None,
         lister_paged: bool = False,
-        completers: dict[str, Callable[..., Any]] | None = None,
+        completers: dict[str, Completer] | None = None,
         children: Callable[..., Any] | None = None,
         poll: float | None = None,
     ) -> None:

@@ -356,11 +356,4 @@ _ON_UPDATED: dict[str, Callable[[Tracker, str], None]] = {}
 
 
 async def _in_thread(server: Server, fn: Callable[[], Any]) -> Any:
-    future: asyncio.Future[Any] = server.loop.create_future()
-
-    def done(ok: bool, value: Any) -> None:
-        if not future.done():
-            (future.set_result if ok else future.set_exception)(value)
-
-    server.runner.submit(fn, done)
-    return await future
+    return await server.runner.call(fn)
