@@ -179,9 +179,6 @@ class HeaderMismatch(MCPError):
     code = -32020
 
 
-class MissingClientCapability(MCPError):
-    code = -32021
-
 
 class UnsupportedVersion(MCPError):
     code = -32022

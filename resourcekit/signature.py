@@ -36,9 +36,6 @@ class Param:
         self.required = default is _EMPTY and not convertor.optional
         self.description = description
 
-    def missing_value(self) -> Any:
-        return None if self.default is _EMPTY else self.default
-
 
 class Signature:
     __slots__ = ("context_param", "description", "is_async", "mime_type", "name", "params", "title")
