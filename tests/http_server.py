@@ -19,6 +19,20 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    """Return once ``proc`` accepts connections on ``port``; RuntimeError if it dies or times out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                output = proc.stderr.read().decode() if proc.stderr else ""
+                raise RuntimeError(f"server did not start: {output}") from None
+            time.sleep(0.05)
+
+
 @contextlib.contextmanager
 def http_server_process(
     target: str | Path, *extra: str, extra_env: dict[str, str] | None = None, script: bool = False
@@ -35,16 +49,7 @@ def http_server_process(
     proc = subprocess.Popen(argv, env={**env(), **(extra_env or {})}, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    output = proc.stderr.read().decode() if proc.stderr else ""
-                    raise RuntimeError(f"server did not start: {output}") from None
-                time.sleep(0.05)
+        wait_for_port(port, proc)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.terminate()

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
 import httpx
@@ -16,7 +14,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.helpers import ROOT, env
-from tests.http_server import free_port
+from tests.http_server import free_port, wait_for_port
 
 pytestmark = pytest.mark.anyio
 
@@ -28,14 +26,7 @@ def served() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
                              "--log-level", "warning", "--timeout-graceful-shutdown", "5"],
                             cwd=ROOT, env=env(), stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, "uvicorn did not start"
-                time.sleep(0.05)
+        wait_for_port(port, proc)
         yield f"http://127.0.0.1:{port}", proc
     finally:
         if proc.poll() is None:
