@@ -175,9 +175,20 @@ class NotModified(MCPError):
         super().__init__("Not modified", {"uri": uri, "version": version})
 
 
+class LimitExceeded(MCPError):
+    """A documented limit (a field of ``Limits``) was reached; ``data.limit`` names it.
+
+    -32602 when the request itself is too big (a URI, a list of URIs), -32603 when the
+    server is busy (in-flight requests, queued jobs): retrying later may succeed.
+    """
+
+    def __init__(self, limit: str, value: int | float, message: str, *, code: int = -32602) -> None:
+        super().__init__(message, {"limit": limit, "max": value}, code=code)
+        self.limit = limit
+
+
 class HeaderMismatch(MCPError):
     code = -32020
-
 
 
 class UnsupportedVersion(MCPError):

@@ -1,0 +1,68 @@
+"""Every bound a client can push against, in one frozen record.
+
+``App(limits=Limits(...))`` carries it to every layer and transport; the
+``resourcekit run`` flags set the ones operators tune.  Each limit has one
+documented outcome for the client (README, "Limits"): a JSON-RPC error whose
+``data.limit`` names the field, or an HTTP status.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+__all__ = ["Limits"]
+
+KiB = 1024
+MiB = 1024 * KiB
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    #: bytes of one incoming message (a stdio line, an HTTP body): -32600 / HTTP 413
+    max_message_size: int = 4 * MiB
+    #: characters of a URI in any request: -32602 before any template is tried
+    max_uri_length: int = 8 * KiB
+    #: bytes of an HTTP request's header section: HTTP 431
+    max_header_bytes: int = 64 * KiB
+    #: seconds a client may take to send a complete header section: the connection is closed
+    header_timeout: float = 10.0
+    #: requests one connection (session, stdio client) may have in flight: -32603 "busy" (HTTP 503)
+    max_inflight: int = 256
+    #: threads for sync handlers, listers and completers
+    max_workers: int = 32
+    #: sync jobs waiting for a worker, across connections: -32603 "busy"
+    max_queued_jobs: int = 4096
+    #: URIs one handshake-era session may subscribe to: -32602
+    max_subscriptions: int = 1000
+    #: URIs one 2026-07-28 subscriptions/listen stream may ask for: -32602
+    max_listen_uris: int = 1000
+    #: distinct notifications queued for one subscriber; a URI already pending is not queued twice,
+    #: and a subscriber this far behind has its stream closed (HTTP) with a log line
+    max_pending_notifications: int = 1000
+    #: bytes of SSE events one HTTP session keeps for Last-Event-ID resumption (oldest dropped first)
+    max_replay_bytes: int = 1 * MiB
+    #: concurrent HTTP sessions; at the cap the least recently used idle one is evicted, else HTTP 503
+    max_sessions: int = 1000
+    #: seconds an idle HTTP session lives
+    session_idle_timeout: float = 600.0
+    #: seconds one HTTP GET or listen stream may stay open before it is ended (the client reconnects)
+    max_stream_lifetime: float = 3600.0
+    #: items one list page may examine (listers, filter, children); past it the page comes back
+    #: short with a nextCursor
+    page_scan_budget: int = 10_000
+    #: items per list page
+    page_size: int = 1000
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"Limits.{field.name} must be a positive number, not {value!r}")
+
+    def replace(self, **changes: Any) -> Limits:
+        """A copy with some limits changed (``None`` values are ignored)."""
+        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+DEFAULT_LIMITS = Limits()
