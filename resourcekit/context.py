@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .app import App
+    from .registry import Registry
 
 __all__ = ["Context"]
 
@@ -27,7 +27,7 @@ class Context:
 
     def __init__(
         self,
-        app: App,
+        app: Registry,
         uri: str,
         *,
         params: Mapping[str, Any] | None = None,

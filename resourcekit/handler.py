@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 import inspect
 from collections.abc import Callable, Iterable, Mapping
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from .errors import DefinitionError
@@ -187,6 +188,4 @@ def iter_lister_page(handler: Handler, offset: int, limit: int) -> Iterable[Any]
     if handler.lister_paged:
         page: Iterable[Any] = handler.lister(offset, limit + 1)
         return page
-    from itertools import islice
-
     return islice(handler.lister(), offset, offset + limit + 1)

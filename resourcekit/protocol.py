@@ -13,17 +13,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from . import _methods
 from ._runner import ThreadRunner
-from .errors import InvalidParams, InvalidRequest, MCPError, MethodNotFound, ParseError, UnsupportedVersion
+from .context import LEVEL_RANK
+from .errors import (
+    InvalidParams,
+    InvalidRequest,
+    MCPError,
+    MethodNotFound,
+    ParseError,
+    ResourceNotFound,
+    UnsupportedVersion,
+)
+from .methods import HANDSHAKE_METHODS, NOTIFICATIONS, ON_CANCEL, PENDING, STATELESS_METHODS, Subscriptions
+from .methods._base import Method
+from .optin import OptIn
 from .versions import (
     BATCH_VERSION,
-    HANDSHAKE_VERSIONS,
     META_CLIENT_CAPABILITIES,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
@@ -32,20 +42,51 @@ from .versions import (
 )
 
 if TYPE_CHECKING:
-    from .app import App
+    from .registry import Registry
 
-__all__ = ["Connection", "Request", "Server"]
+__all__ = ["HANDSHAKE", "STATELESS", "Connection", "Era", "Request", "Server", "error_response"]
 
 log = logging.getLogger("resourcekit")
 
 Send = Callable[[Any], None]
-PENDING = _methods.PENDING
+
+
+class Era:
+    """What differs between the handshake-era revisions and the stateless 2026-07-28.
+
+    Which methods exist, the wire code of resource-not-found, and how a result is
+    decorated (2026-07-28 results say they are complete and name the server).
+    """
+
+    __slots__ = ("methods", "name", "not_found_code", "stateless")
+
+    def __init__(self, name: str, methods: Mapping[str, Method], *, stateless: bool, not_found_code: int) -> None:
+        self.name = name
+        self.methods = dict(methods)  # a plain dict: one lookup per request
+        self.stateless = stateless
+        self.not_found_code = not_found_code
+
+    def decorate(self, result: dict[str, Any], server_info: dict[str, Any]) -> None:
+        if self.stateless:
+            result["resultType"] = "complete"
+            meta = result.get("_meta")
+            if meta is None:
+                result["_meta"] = {META_SERVER_INFO: server_info}
+            else:
+                meta.setdefault(META_SERVER_INFO, server_info)
+
+    def __repr__(self) -> str:
+        return f"<Era {self.name}>"
+
+
+HANDSHAKE = Era("handshake", HANDSHAKE_METHODS, stateless=False, not_found_code=-32002)
+STATELESS = Era("2026-07-28", STATELESS_METHODS, stateless=True, not_found_code=-32602)
 
 
 class Server:
-    """What every connection to one App shares: method tables, workers, server info."""
+    """What every connection to one App shares: workers, subscribers, server info."""
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: Registry) -> None:
         self.app = app
         info: dict[str, Any] = {"name": app.name, "version": app.version}
         if app.title:
@@ -55,11 +96,10 @@ class Server:
         if app.icons:
             info["icons"] = app.icons
         self.server_info = info
-        self.handshake_methods = _methods.HANDSHAKE_METHODS
-        self.modern_methods = _methods.MODERN_METHODS
         self._runner: ThreadRunner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.connections: set[Connection] = set()
+        self.subscriptions = Subscriptions(self)
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -76,21 +116,13 @@ class Server:
     def start(self) -> None:
         """Bind to the running loop (call from the serving task)."""
         self._loop = asyncio.get_running_loop()
-        self.app.tracker.attach(self)
+        self.app.tracker.attach(self.subscriptions)
 
     def close(self) -> None:
-        self.app.tracker.detach(self)
+        self.app.tracker.detach(self.subscriptions)
         if self._runner is not None:
             self._runner.close()
             self._runner = None
-
-    def capabilities(self, version: str) -> dict[str, Any]:
-        caps: dict[str, Any] = {"resources": {"subscribe": True, "listChanged": True}}
-        if version != "2024-11-05":
-            caps["completions"] = {}
-        if version in HANDSHAKE_VERSIONS:
-            caps["logging"] = {}
-        return caps
 
     def connect(self, send: Send, *, stateless: bool = False) -> Connection:
         conn = Connection(self, send, stateless=stateless)
@@ -168,18 +200,16 @@ class Connection:
         try:
             if version is not None:
                 request = self._modern_request(rid, method, params, meta, version, reply)  # type: ignore[arg-type]
-                table = self.server.modern_methods
             else:
                 request = self._handshake_request(rid, method, params, reply)
-                table = self.server.handshake_methods
-            entry = table.get(method)
+            entry = request.era.methods.get(method)
             if entry is None:
                 raise MethodNotFound(f"Method not found: {method}", {"method": method})
             if rid in self.inflight:
                 raise InvalidRequest(f"Invalid Request: id {rid!r} is already in flight")
             outcome = entry(request)
         except MCPError as exc:
-            reply(error_response(rid, exc, version in MODERN_VERSIONS))
+            reply(error_response(rid, exc, STATELESS if version in MODERN_VERSIONS else HANDSHAKE))
             return
         except Exception as exc:  # a bug of ours or the user's: log it, never leak it
             log.exception("error handling %s", method)
@@ -197,7 +227,7 @@ class Connection:
         self, rid: Any, method: str, params: dict[str, Any], reply: Send
     ) -> Request:
         if self.protocol_version is None and method not in ("initialize", "ping"):
-            if method in self.server.modern_methods and method not in self.server.handshake_methods:
+            if method in STATELESS.methods and method not in HANDSHAKE.methods:
                 raise InvalidParams(
                     f"Invalid params: {method} needs _meta['{META_PROTOCOL_VERSION}']",
                     {"missing": [META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES]},
@@ -207,7 +237,7 @@ class Connection:
                 f"_meta['{META_PROTOCOL_VERSION}']",
                 {"missing": [META_PROTOCOL_VERSION]},
             )
-        return Request(self, rid, method, params, self.protocol_version, False, self.log_level, reply)
+        return Request(self, rid, method, params, self.protocol_version, HANDSHAKE, self.log_level, reply)
 
     def _modern_request(
         self,
@@ -229,9 +259,9 @@ class Connection:
                 {"missing": [META_CLIENT_CAPABILITIES]},
             )
         level = meta.get(META_LOG_LEVEL)
-        if level is not None and level not in _methods.LEVEL_RANK:
+        if level is not None and level not in LEVEL_RANK:
             raise InvalidParams(f"Invalid params: unknown log level {level!r}")
-        return Request(self, rid, method, params, version, True, level, reply)
+        return Request(self, rid, method, params, version, STATELESS, level, reply)
 
     def _receive_batch(self, batch: list[Any], reply: Send) -> None:
         if self.protocol_version != BATCH_VERSION:
@@ -267,7 +297,7 @@ class Connection:
             reply(responses)
 
     def _notification(self, method: str, params: dict[str, Any]) -> None:
-        handler = _methods.NOTIFICATIONS.get(method)
+        handler = NOTIFICATIONS.get(method)
         if handler is not None:
             try:
                 handler(self, params)
@@ -292,7 +322,7 @@ class Connection:
             request.cancel()
         self.inflight.clear()
         self.server.connections.discard(self)
-        self.app.tracker.drop(self)
+        self.server.subscriptions.drop(self)
 
     async def drain(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for in-flight requests, then cancel the rest."""
@@ -302,21 +332,12 @@ class Connection:
             await asyncio.sleep(0.01)
         self.close()
 
-    def wants(self, extension: str, request: Request | None = None) -> bool:
-        """Did the client opt in to ``extension`` (in capabilities.experimental or extensions)?"""
-        caps = request.client_capabilities if request is not None else self.client_capabilities
-        for key in ("experimental", "extensions"):
-            section = caps.get(key)
-            if type(section) is dict and extension in section:
-                return True
-        return False
-
 
 class Request:
     """One request in flight: where its answer goes and in which era it is answered."""
 
     __slots__ = (
-        "cancelled", "conn", "id", "log_level", "meta", "method", "modern", "params",
+        "_optin", "cancelled", "conn", "era", "id", "log_level", "meta", "method", "modern", "params",
         "reply", "task", "version",
     )
 
@@ -327,7 +348,7 @@ class Request:
         method: str,
         params: dict[str, Any],
         version: str | None,
-        modern: bool,
+        era: Era,
         log_level: str | None,
         reply: Send,
     ) -> None:
@@ -336,13 +357,15 @@ class Request:
         self.method = method
         self.params = params
         self.version = version
-        self.modern = modern
+        self.era = era
+        self.modern = era.stateless
         self.log_level = log_level
         self.reply = reply
         self.task: asyncio.Task[Any] | None = None
         self.cancelled = False
         meta = params.get("_meta")
         self.meta: dict[str, Any] = meta if type(meta) is dict else {}
+        self._optin: OptIn | None = None
 
     @property
     def client_capabilities(self) -> dict[str, Any]:
@@ -351,17 +374,18 @@ class Request:
             return caps if type(caps) is dict else {}
         return self.conn.client_capabilities
 
+    @property
+    def optin(self) -> OptIn:
+        """The extensions this request's client opted into."""
+        if self._optin is None:
+            self._optin = OptIn.of(self.client_capabilities)
+        return self._optin
+
     def respond(self, result: dict[str, Any]) -> None:
         if self.cancelled:
             return
         self.conn.inflight.pop(self.id, None)
-        if self.modern:
-            result["resultType"] = "complete"
-            meta = result.get("_meta")
-            if meta is None:
-                result["_meta"] = {META_SERVER_INFO: self.conn.server.server_info}
-            else:
-                meta.setdefault(META_SERVER_INFO, self.conn.server.server_info)
+        self.era.decorate(result, self.conn.server.server_info)
         self.reply({"jsonrpc": "2.0", "id": self.id, "result": result})
 
     def fail(self, exc: BaseException) -> None:
@@ -370,7 +394,7 @@ class Request:
         self.conn.inflight.pop(self.id, None)
         if not isinstance(exc, MCPError):
             log.error("handler for %s failed", self.method, exc_info=exc)
-        self.reply(error_response(self.id, exc, self.modern))
+        self.reply(error_response(self.id, exc, self.era))
 
     def notify(self, message: dict[str, Any]) -> None:
         """A notification tied to this request (log messages), on its reply channel."""
@@ -388,7 +412,7 @@ class Request:
         self.cancelled = True
         if self.task is not None and not self.task.done():
             self.task.cancel()
-        on_cancel = _methods.ON_CANCEL.get(self.method)
+        on_cancel = ON_CANCEL.get(self.method)
         if on_cancel is not None:
             on_cancel(self)
 
@@ -411,12 +435,12 @@ def _valid_id(rid: Any) -> bool:
     return (type(rid) is int) or (type(rid) is str)
 
 
-def error_response(rid: Any, exc: BaseException, modern: bool = False) -> dict[str, Any]:
+def error_response(rid: Any, exc: BaseException, era: Era = HANDSHAKE) -> dict[str, Any]:
     """The single place where an exception becomes a JSON-RPC error object."""
     if isinstance(exc, MCPError):
         error = exc.to_error()
-        if modern and error["code"] == -32002:  # resource not found is -32602 in 2026-07-28
-            error["code"] = -32602
+        if error["code"] == ResourceNotFound.code:
+            error["code"] = era.not_found_code
     else:
         error = {"code": -32603, "message": "Internal error"}
     return {"jsonrpc": "2.0", "id": rid, "error": error}

@@ -18,6 +18,7 @@ from typing_extensions import get_type_hints, is_typeddict
 
 from ._convert import Convertor, convertor_for
 from .contents import BINARY_MIME, JSON_MIME, TEXT_MIME
+from .context import Context
 from .errors import UnsupportedParameterType
 
 __all__ = ["Param", "Signature", "inspect_handler"]
@@ -60,8 +61,6 @@ class Signature:
 
 
 def _is_context(annotation: Any) -> bool:
-    from .context import Context
-
     if get_origin(annotation) in _UNIONS:  # Optional[Context] / Context | None
         members = [a for a in get_args(annotation) if a is not type(None)]
         annotation = members[0] if len(members) == 1 else None

@@ -1,11 +1,15 @@
-"""Change tracking by content hash.
+"""Change tracking by content hash: versions and change detection only.
 
 A resource's version is the hash of what it serves.  ``notify_changed(uri)``
 only marks the URI dirty (from any thread, any number of times); one check on
-the event loop re-reads each dirty URI that somebody subscribed to, compares
-the new version with the last one announced, and notifies only on a real
-change.  A thousand calls with unchanged content therefore send nothing, and a
-burst of changes costs one re-read per check.
+the event loop re-reads each dirty URI that somebody watches, compares the new
+version with the last one announced, and reports only a real change.  A
+thousand calls with unchanged content therefore report nothing, and a burst of
+changes costs one re-read per check.
+
+The tracker knows no connection or request: whoever watches (a server's
+subscriptions) registers as a ``Reporter`` and hears ``changed(uri)`` and
+``list_changed()``.
 """
 
 from __future__ import annotations
@@ -15,49 +19,46 @@ import hashlib
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
+from ._runner import ThreadRunner
 from .contents import combined_version, to_contents
 from .context import Context
-from .errors import InvalidParams, ResourceNotFound
-from .versions import META_SUBSCRIPTION_ID
+from .errors import ResourceNotFound
+from .handler import iter_lister_page
 
 if TYPE_CHECKING:
-    from .app import App
     from .handler import Handler
-    from .protocol import Connection, Request, Server
+    from .registry import Registry
 
-__all__ = ["Tracker"]
+__all__ = ["Reporter", "Tracker"]
 
 log = logging.getLogger("resourcekit")
 
-UPDATED = "notifications/resources/updated"
-LIST_CHANGED = "notifications/resources/list_changed"
 
+class Reporter(Protocol):
+    """Who hears of changes (one per running server); re-reads run on its loop and workers."""
 
-class Subscriber:
-    """Someone to tell: a handshake-era session, or one 2026-07-28 listen stream."""
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop: ...
 
-    __slots__ = ("emit", "list_changed", "owner", "uris")
+    @property
+    def runner(self) -> ThreadRunner: ...
 
-    def __init__(self, owner: Any, emit: Callable[[dict[str, Any]], None], list_changed: bool) -> None:
-        self.owner = owner  # the Connection, or the listen Request
-        self.emit = emit
-        self.list_changed = list_changed
-        self.uris: set[str] = set()
+    def changed(self, uri: str) -> None: ...
+
+    def list_changed(self) -> None: ...
 
 
 class Tracker:
-    def __init__(self, app: App) -> None:
-        self.app = app
-        self._observed: dict[str, str] = {}  # latest version served, shown in listings
-        self._announced: dict[str, str] = {}  # version subscribers last heard of
-        self._by_uri: dict[str, set[Subscriber]] = {}
-        self._sessions: dict[Connection, Subscriber] = {}
-        self._listens: dict[Request, Subscriber] = {}
-        self._servers: list[Server] = []
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self.versions: dict[str, str] = {}  # latest version served, shown in listings
+        self._announced: dict[str, str] = {}  # version reporters last heard of, per watched URI
+        self._watched: dict[str, int] = {}  # URI -> how many subscribers watch it
+        self._reporters: list[Reporter] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
         self._dirty: set[str] = set()
@@ -68,16 +69,16 @@ class Tracker:
         self._pollers: dict[str, asyncio.Task[None]] = {}
         self.checks = 0  # how many re-reads ran: visible to tests and benchmarks
 
-    def attach(self, server: Server) -> None:
-        if server not in self._servers:
-            self._servers.append(server)
-        self._loop = server.loop
+    def attach(self, reporter: Reporter) -> None:
+        if reporter not in self._reporters:
+            self._reporters.append(reporter)
+        self._loop = reporter.loop
 
-    def detach(self, server: Server) -> None:
+    def detach(self, reporter: Reporter) -> None:
         """A server stopped: forget it, and its loop unless another server runs on it."""
-        if server in self._servers:
-            self._servers.remove(server)
-        self._loop = self._servers[-1].loop if self._servers else None
+        if reporter in self._reporters:
+            self._reporters.remove(reporter)
+        self._loop = self._reporters[-1].loop if self._reporters else None
         if self._loop is None:
             with self._lock:
                 self._check_scheduled = self._list_scheduled = False
@@ -86,105 +87,35 @@ class Tracker:
     # --- versions ---------------------------------------------------------------
 
     def observe(self, uri: str, version: str) -> None:
-        self._observed[uri] = version
+        self.versions[uri] = version
 
     def version(self, uri: str) -> str | None:
-        return self._observed.get(uri)
+        return self.versions.get(uri)
 
-    # --- subscribing -------------------------------------------------------------
+    # --- watching ------------------------------------------------------------------
 
-    def subscribe(self, conn: Connection, uri: str) -> None:
-        sub = self._sessions.get(conn)
-        if sub is None:
-            sub = self._sessions[conn] = Subscriber(conn, conn.send, False)
-        self._add(sub, uri)
-
-    def unsubscribe(self, conn: Connection, uri: str) -> None:
-        sub = self._sessions.get(conn)
-        if sub is not None:
-            self._remove(sub, uri)
-
-    def drop(self, conn: Connection) -> None:
-        sub = self._sessions.pop(conn, None)
-        if sub is not None:
-            for uri in list(sub.uris):
-                self._remove(sub, uri)
-        for request, listener in list(self._listens.items()):
-            if request.conn is conn:
-                self._end(request, listener)
-
-    def listen(self, req: Request) -> Any:
-        from ._methods import PENDING
-
-        wanted = req.params.get("notifications")
-        if type(wanted) is not dict:
-            raise InvalidParams("Invalid params: 'notifications' must be an object")
-        uris = wanted.get("resourceSubscriptions", [])
-        if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
-            raise InvalidParams("Invalid params: resourceSubscriptions must be a list of URIs")
-        list_changed = wanted.get("resourcesListChanged") is True
-        subscription_id = req.id
-
-        def emit(message: dict[str, Any]) -> None:
-            params = message.setdefault("params", {})
-            params.setdefault("_meta", {})[META_SUBSCRIPTION_ID] = subscription_id
-            req.notify(message)
-
-        honoured: dict[str, Any] = {}
-        if list_changed:
-            honoured["resourcesListChanged"] = True
-        if uris:
-            honoured["resourceSubscriptions"] = list(dict.fromkeys(uris))
-        # the acknowledgement is the first message of the stream, before any update
-        emit({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
-              "params": {"notifications": honoured}})
-        sub = Subscriber(req, emit, list_changed)
-        self._listens[req] = sub
-        for uri in dict.fromkeys(uris):
-            self._add(sub, uri)
-        return PENDING
-
-    def end_listen(self, req: Request) -> None:
-        sub = self._listens.get(req)
-        if sub is not None:
-            self._end(req, sub)
-
-    def _end(self, req: Request, sub: Subscriber) -> None:
-        self._listens.pop(req, None)
-        for uri in list(sub.uris):
-            self._remove(sub, uri)
-
-    def close_listens(self) -> None:
-        """Server shutdown: end every listen stream gracefully with its result."""
-        for req in list(self._listens):
-            self.end_listen(req)
-            req.respond({"_meta": {META_SUBSCRIPTION_ID: req.id}})
-
-    def _add(self, sub: Subscriber, uri: str) -> None:
-        sub.uris.add(uri)
-        subscribers = self._by_uri.setdefault(uri, set())
-        first = not subscribers
-        subscribers.add(sub)
-        if first:
+    def watch(self, uri: str) -> None:
+        """One more subscriber of ``uri``; the first fixes the baseline and starts polling."""
+        count = self._watched.get(uri, 0)
+        self._watched[uri] = count + 1
+        if count == 0:
             if uri not in self._announced:
                 self._schedule(uri, baseline=True)
             self._start_polling(uri)
 
-    def _remove(self, sub: Subscriber, uri: str) -> None:
-        sub.uris.discard(uri)
-        subscribers = self._by_uri.get(uri)
-        if subscribers is None:
+    def unwatch(self, uri: str) -> None:
+        count = self._watched.get(uri, 0)
+        if count > 1:
+            self._watched[uri] = count - 1
             return
-        subscribers.discard(sub)
-        if not subscribers:
-            del self._by_uri[uri]
-            self._announced.pop(uri, None)
-            poller = self._pollers.pop(uri, None)
-            if poller is not None:
-                poller.cancel()
+        self._watched.pop(uri, None)
+        self._announced.pop(uri, None)
+        poller = self._pollers.pop(uri, None)
+        if poller is not None:
+            poller.cancel()
 
     def subscribers(self, uri: str) -> int:
-        return len(self._by_uri.get(uri, ()))
+        return self._watched.get(uri, 0)
 
     # --- changes -----------------------------------------------------------------
 
@@ -216,15 +147,15 @@ class Tracker:
         while True:
             with self._lock:
                 dirty, self._dirty = self._dirty, set()
-                if not dirty or not self._servers:
+                if not dirty or not self._reporters:
                     self._check_scheduled = False
                     return
             watched = []
             for uri in dirty:
-                if uri in self._by_uri:
+                if uri in self._watched:
                     watched.append(uri)
                 else:
-                    self._observed.pop(uri, None)  # nobody listens: forget, re-read lazily
+                    self.versions.pop(uri, None)  # nobody listens: forget, re-read lazily
             # re-read concurrently: sync handlers spread over the worker threads
             versions = await asyncio.gather(*(self._read_version(u) for u in watched), return_exceptions=True)
             for uri, version in zip(watched, versions, strict=True):
@@ -233,15 +164,16 @@ class Tracker:
                     continue
                 self.checks += 1
                 if version == _GONE:  # deleted: no version to show in listings
-                    self._observed.pop(uri, None)
+                    self.versions.pop(uri, None)
                 else:
-                    self._observed[uri] = version
+                    self.versions[uri] = version
                 previous = self._announced.get(uri)
-                if uri in self._by_uri:
+                if uri in self._watched:
                     self._announced[uri] = version
                 if previous is None or previous is _BASELINE or previous == version:
                     continue
-                self._send_updated(uri)
+                for reporter in list(self._reporters):
+                    reporter.changed(uri)
 
     async def _read_version(self, uri: str) -> str:
         try:
@@ -250,33 +182,29 @@ class Tracker:
             return _GONE  # deleted: subscribers hear about it once, and the log stays quiet
 
     async def _read_version_of(self, uri: str) -> str:
-        match = self.app.router.match(uri)
+        match = self.registry.router.match(uri)
         if match is None:
             return _GONE
         handler = match.handler
         kwargs = match.kwargs
         if handler.sig.context_param is not None:
-            kwargs[handler.sig.context_param] = Context(self.app, uri, params=match.raw)
+            kwargs[handler.sig.context_param] = Context(self.registry, uri, params=match.raw)
         if handler.sig.is_async:
             value = await handler.fn(**kwargs)
             return combined_version(to_contents(uri, value, handler.mime_type))
-        version: str = await _in_thread(self._servers[-1], lambda: combined_version(
+        version: str = await self._in_thread(lambda: combined_version(
             to_contents(uri, handler.fn(**kwargs), handler.mime_type)))
         return version
 
-    def _send_updated(self, uri: str) -> None:
-        for sub in list(self._by_uri.get(uri, ())):
-            sub.emit({"jsonrpc": "2.0", "method": UPDATED, "params": {"uri": uri}})
-        hook = _ON_UPDATED.get("content_changed")
-        if hook is not None:
-            hook(self, uri)
+    async def _in_thread(self, fn: Callable[[], Any]) -> Any:
+        return await self._reporters[-1].runner.call(fn)
 
     # --- polling ------------------------------------------------------------------
 
     def _start_polling(self, uri: str) -> None:
         if self._loop is None or uri in self._pollers:
             return
-        match = self.app.router.match(uri)
+        match = self.registry.router.match(uri)
         if match is None or match.handler.poll is None:
             return
         self._pollers[uri] = self._loop.create_task(self._poll(uri, match.handler))
@@ -293,7 +221,7 @@ class Tracker:
         self.notify_list_changed(force=True)
 
     def notify_list_changed(self, force: bool = False) -> None:
-        """Send list_changed, coalesced; unless ``force``, only if the list's version moved."""
+        """Report list_changed, coalesced; unless ``force``, only if the list's version moved."""
         loop = self._loop
         with self._lock:
             self._list_force = self._list_force or force
@@ -316,33 +244,25 @@ class Tracker:
         with self._lock:
             self._list_scheduled = False
             force, self._list_force = self._list_force, False
-        if not self._servers:
+        if not self._reporters:
             return
         if force:
             # a registration changed the list for certain: no need to enumerate it
             self._list_version = None
         else:
-            version = await _in_thread(self._servers[-1], self.list_version)
+            version = await self._in_thread(self.list_version)
             if version == self._list_version:
                 return
             self._list_version = version
-        message = {"jsonrpc": "2.0", "method": LIST_CHANGED}
-        for server in self._servers:
-            for conn in list(server.connections):
-                if conn.protocol_version is not None and not conn.closed:
-                    conn.send(dict(message))
-        for sub in list(self._listens.values()):
-            if sub.list_changed:
-                sub.emit(dict(message))
+        for reporter in list(self._reporters):
+            reporter.list_changed()
 
     def list_version(self) -> str:
         """A hash of every listed URI and its metadata (enumerates listers: not free)."""
-        from .handler import iter_lister_page
-
         digest = hashlib.blake2b(digest_size=16)
-        for handler in self.app.resources:
+        for handler in self.registry.resources:
             digest.update(orjson.dumps(handler.wire, option=orjson.OPT_SORT_KEYS))
-        for handler in self.app.templates:
+        for handler in self.registry.templates:
             digest.update(orjson.dumps(handler.wire, option=orjson.OPT_SORT_KEYS))
             if handler.lister is not None:
                 for item in iter_lister_page(handler, 0, 10**9):
@@ -352,8 +272,3 @@ class Tracker:
 
 _BASELINE: Any = "<baseline pending>"
 _GONE = "<gone>"
-_ON_UPDATED: dict[str, Callable[[Tracker, str], None]] = {}
-
-
-async def _in_thread(server: Server, fn: Callable[[], Any]) -> Any:
-    return await server.runner.call(fn)

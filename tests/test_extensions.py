@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from resourcekit import MCPError, listing
+from resourcekit import MCPError, optin
 from resourcekit.testing import Client
 from tests.apps import ext_app
 from tests.apps.ext_app import app
@@ -76,7 +76,7 @@ async def test_standard_clients_see_standard_objects(version: str, monkeypatch: 
             assert all(set(c) <= CONTENT_KEYS for c in await client.read(uri))
         assert [c["uri"] for c in await client.read("bundle://")] == ["bundle://", "bundle://extra"]
         served = await wire_of_lists(client)
-        monkeypatch.setattr(listing, "_DECORATORS", {})  # as if there were no extensions at all
+        monkeypatch.setattr(optin.OptIn, "of", classmethod(lambda cls, caps: optin.NONE))  # as if no extensions
         assert await wire_of_lists(client) == served
 
 

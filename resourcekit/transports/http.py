@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from ..errors import HeaderMismatch, InvalidParams, InvalidRequest, MCPError, ParseError
-from ..protocol import Connection, Server, error_response
+from ..protocol import STATELESS, Connection, Server, error_response
 from ..versions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION, MODERN_VERSIONS
 
 if TYPE_CHECKING:
@@ -334,7 +334,7 @@ class ASGIApp:
         end, waiting POSTs are answered. Requests arriving afterwards get 503 until ``start``."""
         self.closed = True
         if self._server is not None:
-            self.app.tracker.close_listens()
+            self._server.subscriptions.close_listens()
         for session in list(self.sessions.values()):
             self._end(session)
         if self._reaper is not None:
@@ -454,7 +454,7 @@ class ASGIApp:
             _check_modern_headers(message, headers)
         except MCPError as exc:
             rid = message.get("id") if isinstance(message, dict) else None
-            await _json(send, 400, error_response(rid, exc, True))
+            await _json(send, 400, error_response(rid, exc, STATELESS))
             return
         if not accepts[1] and message.get("method") == "subscriptions/listen":
             raise HTTPError(406, "subscriptions/listen answers with a stream: Accept must list text/event-stream")

@@ -12,7 +12,7 @@ import orjson
 from ..protocol import Connection, Server
 
 if TYPE_CHECKING:
-    from ..app import App
+    from ..registry import Registry
 
 __all__ = ["MemoryTransport"]
 
@@ -20,7 +20,7 @@ __all__ = ["MemoryTransport"]
 class MemoryTransport:
     """Send requests to an App's protocol core and await their responses."""
 
-    def __init__(self, app: App, on_notification: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, app: Registry, on_notification: Callable[[dict[str, Any]], None]) -> None:
         self.server = Server(app)
         self.server.start()
         self.conn: Connection = self.server.connect(self._deliver)

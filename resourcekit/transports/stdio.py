@@ -22,7 +22,7 @@ from ..errors import InvalidRequest
 from ..protocol import Connection, Server, error_response
 
 if TYPE_CHECKING:
-    from ..app import App
+    from ..registry import Registry
 
 __all__ = ["run_stdio", "serve_stdio"]
 
@@ -131,7 +131,7 @@ class _Reader(asyncio.Protocol):
             self._done.set_result(None)
 
 
-async def serve_stdio(app: App, stdin: Any = None, stdout_fd: int | None = None) -> None:
+async def serve_stdio(app: Registry, stdin: Any = None, stdout_fd: int | None = None) -> None:
     """Serve ``app`` on stdin/stdout until EOF or SIGTERM."""
     loop = asyncio.get_running_loop()
     server = Server(app)
@@ -161,7 +161,7 @@ async def serve_stdio(app: App, stdin: Any = None, stdout_fd: int | None = None)
             read_transport.close()
         # listen streams never finish by themselves: end them first, or the drain below
         # would wait its whole grace period for them
-        app.tracker.close_listens()
+        server.subscriptions.close_listens()
         await conn.drain(SHUTDOWN_GRACE)
         if read_transport is None:
             file_reader.cancel()
@@ -204,7 +204,7 @@ def _take_stdout() -> int:
     return protocol_fd
 
 
-def run_stdio(app: App) -> None:
+def run_stdio(app: Registry) -> None:
     configure_logging()
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve_stdio(app))

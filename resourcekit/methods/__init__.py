@@ -1,0 +1,38 @@
+"""The method tables, one per era, assembled here once from the feature modules.
+
+| module | methods |
+|---|---|
+| ``lifecycle`` | initialize, ping, logging/setLevel, server/discover; notifications/initialized, cancelled |
+| ``reading`` | resources/read, resources/get (seed 000), resources/metadata (SEP-2093) |
+| ``listing`` | resources/list (plain, ``filter``, children of ``uri``), resources/templates/list |
+| ``subscriptions`` | resources/subscribe, resources/unsubscribe, subscriptions/listen |
+| ``completion`` | completion/complete |
+
+Nothing patches these tables later: what a method does is in the module it is named after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from . import completion, lifecycle, listing, reading, subscriptions
+from ._base import PENDING, Method, Notification
+from .subscriptions import Subscriptions
+
+if TYPE_CHECKING:
+    from ..protocol import Request
+
+__all__ = ["HANDSHAKE_METHODS", "NOTIFICATIONS", "ON_CANCEL", "PENDING", "STATELESS_METHODS", "Subscriptions"]
+
+_BOTH: dict[str, Method] = {**reading.METHODS, **listing.METHODS, **completion.METHODS}
+
+HANDSHAKE_METHODS: Mapping[str, Method] = MappingProxyType(
+    {**_BOTH, **lifecycle.HANDSHAKE, **subscriptions.HANDSHAKE}
+)
+STATELESS_METHODS: Mapping[str, Method] = MappingProxyType(
+    {**_BOTH, **lifecycle.STATELESS, **subscriptions.STATELESS}
+)
+NOTIFICATIONS: Mapping[str, Notification] = MappingProxyType(dict(lifecycle.NOTIFICATIONS))
+ON_CANCEL: Mapping[str, Callable[[Request], None]] = MappingProxyType(dict(subscriptions.ON_CANCEL))

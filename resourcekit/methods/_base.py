@@ -1,0 +1,43 @@
+"""What every method module shares: the ``PENDING`` answer, parameter checks, caching hints.
+
+A method takes the ``Request`` and returns a result dict (answered at once), an
+awaitable (run as a task), or ``PENDING`` (it arranged to answer later, e.g.
+from a worker thread).  It raises ``MCPError`` for anything the client got wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidParams
+
+if TYPE_CHECKING:
+    from ..handler import Handler
+    from ..protocol import Connection, Request
+
+__all__ = ["PENDING", "Method", "Notification", "cache_hints", "str_param"]
+
+PENDING: Any = object()
+
+Method = Callable[["Request"], Any]
+Notification = Callable[["Connection", dict[str, Any]], None]
+
+
+def str_param(req: Request, name: str) -> str:
+    value = req.params.get(name)
+    if not isinstance(value, str) or not value:
+        raise InvalidParams(f"Invalid params: '{name}' must be a non-empty string", {"param": name})
+    return value
+
+
+def cache_hints(req: Request, result: dict[str, Any], handler: Handler | None = None) -> dict[str, Any]:
+    """2026-07-28 results say how long they may be cached, and by whom."""
+    if req.modern:
+        app = req.conn.app
+        ttl = handler.ttl_ms if handler is not None and handler.ttl_ms is not None else app.ttl_ms
+        scope = handler.cache_scope if handler is not None and handler.cache_scope else app.cache_scope
+        result["ttlMs"] = ttl
+        result["cacheScope"] = scope
+    return result
+

@@ -1,0 +1,88 @@
+"""The session's life: ``initialize``, ``ping``, ``server/discover``, ``logging/setLevel``,
+and the client's ``notifications/initialized`` and ``notifications/cancelled``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..context import LEVEL_RANK, LEVELS
+from ..errors import InvalidParams
+from ..versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, MODERN_VERSIONS
+from ._base import Method, Notification, cache_hints
+
+if TYPE_CHECKING:
+    from ..protocol import Connection, Request
+
+__all__ = ["HANDSHAKE", "NOTIFICATIONS", "STATELESS", "capabilities"]
+
+
+def capabilities(version: str) -> dict[str, Any]:
+    """What this server declares to a client speaking ``version``."""
+    caps: dict[str, Any] = {"resources": {"subscribe": True, "listChanged": True}}
+    if version != "2024-11-05":
+        caps["completions"] = {}
+    if version in HANDSHAKE_VERSIONS:
+        caps["logging"] = {}
+    return caps
+
+
+def initialize(req: Request) -> dict[str, Any]:
+    conn = req.conn
+    requested = req.params.get("protocolVersion")
+    version = requested if requested in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE
+    caps = req.params.get("capabilities")
+    conn.protocol_version = version
+    conn.client_capabilities = caps if type(caps) is dict else {}
+    info = req.params.get("clientInfo")
+    conn.client_info = info if type(info) is dict else {}
+    req.version = version
+    server = conn.server
+    result: dict[str, Any] = {
+        "protocolVersion": version,
+        "capabilities": capabilities(version),
+        "serverInfo": server.server_info,
+    }
+    if conn.app.instructions:
+        result["instructions"] = conn.app.instructions
+    return result
+
+
+def ping(req: Request) -> dict[str, Any]:
+    return {}
+
+
+def set_level(req: Request) -> dict[str, Any]:
+    level = req.params.get("level")
+    if level not in LEVEL_RANK:
+        raise InvalidParams(f"Invalid params: level must be one of {list(LEVELS)}", {"level": level})
+    req.conn.log_level = level
+    return {}
+
+
+def discover(req: Request) -> dict[str, Any]:
+    server = req.conn.server
+    result: dict[str, Any] = {
+        "supportedVersions": list(MODERN_VERSIONS),
+        "capabilities": capabilities(req.version or MODERN_VERSIONS[-1]),
+    }
+    if server.app.instructions:
+        result["instructions"] = server.app.instructions
+    return cache_hints(req, result)
+
+
+def _initialized(conn: Connection, params: dict[str, Any]) -> None:
+    conn.initialized = True
+
+
+def _cancelled(conn: Connection, params: dict[str, Any]) -> None:
+    rid = params.get("requestId")
+    if isinstance(rid, (str, int)):
+        conn.cancel(rid)
+
+
+HANDSHAKE: dict[str, Method] = {"initialize": initialize, "ping": ping, "logging/setLevel": set_level}
+STATELESS: dict[str, Method] = {"server/discover": discover}
+NOTIFICATIONS: dict[str, Notification] = {
+    "notifications/initialized": _initialized,
+    "notifications/cancelled": _cancelled,
+}

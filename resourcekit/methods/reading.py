@@ -1,0 +1,234 @@
+"""``resources/read``, and the reads that extensions add: ``resources/get`` (seed 000) and
+``resources/metadata`` (SEP-2093); the ``Context`` a handler receives.
+
+Async handlers run as a task on the loop; sync ones, with the encoding and hashing
+of what they return, in a worker thread.  Every successful read records the
+version (content hash) it served, shown in listings.
+
+For a SEP-2093 client, contents extend Resource (§1): each content of the
+requested URI carries its Resource's metadata, ``size`` and ``capabilities``;
+contents with other URIs are children (§5), only legitimate when the resource
+is listable: a non-listable resource returning them is served without
+``capabilities`` (the spec's backwards-compatible form) and a warning is
+logged once.
+
+Seed 000's ``resources/get {uri, version?}`` answers ``{resource, contents}``;
+a ``version`` that is still current is the error ``NotModified`` (-32003).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..contents import combined_version, to_contents
+from ..context import Context
+from ..errors import InvalidParams, NotModified, ResourceNotFound
+from ..optin import FIELDS, SEP_2093
+from ..versions import META_VERSION
+from ._base import PENDING, Method, cache_hints, str_param
+from .children import listable
+from .listing import capabilities, fresh_resource, last_segment, seed_fields
+
+if TYPE_CHECKING:
+    from ..handler import Handler
+    from ..protocol import Request
+
+__all__ = ["METHODS", "serve"]
+
+log = logging.getLogger("resourcekit")
+
+Build = Callable[["Request", "Handler", str, Any], dict[str, Any]]
+BuildListable = Callable[["Request", "Handler", str, Any, bool], dict[str, Any]]
+
+_OWN_FIELDS = tuple(f for f in FIELDS[SEP_2093]["content"] if f not in ("capabilities", "size"))
+_WARNED: set[Handler] = set()
+
+
+# --- the core of every read -------------------------------------------------------------------
+
+
+def serve(req: Request, uri: str, build: Build) -> Any:
+    """Call the handler of ``uri`` and answer ``build(req, handler, uri, value)``."""
+    match = req.conn.app.router.match(uri)
+    if match is None:
+        raise ResourceNotFound(uri)
+    handler = match.handler
+    kwargs = match.kwargs
+    if handler.sig.context_param is not None:
+        kwargs[handler.sig.context_param] = _context(req, uri, match.raw)
+    if handler.sig.is_async:
+        return _serve_async(req, handler, uri, kwargs, build)
+    fn = handler.fn
+    req.conn.server.runner.submit(lambda: build(req, handler, uri, fn(**kwargs)), req.complete)
+    return PENDING
+
+
+async def _serve_async(req: Request, handler: Handler, uri: str, kwargs: dict[str, Any], build: Build) -> Any:
+    return build(req, handler, uri, await handler.fn(**kwargs))
+
+
+def _context(req: Request, uri: str, raw: dict[str, Any]) -> Context:
+    conn = req.conn
+    loop = conn.server.loop
+
+    def emit(message: dict[str, Any]) -> None:
+        # handlers may log from worker threads; the reply channel belongs to the loop
+        loop.call_soon_threadsafe(req.notify, message)
+
+    return Context(
+        conn.app, uri, params=raw, request_id=req.id, protocol_version=req.version,
+        meta=req.meta, log_level=req.log_level, emit=emit,
+    )
+
+
+def _serve_listable(req: Request, uri: str, build: BuildListable, *, need_listable: bool) -> Any:
+    """``serve``, telling ``build`` whether the resource is listable.
+
+    The children function is only asked when the answer is shown (``need_listable``),
+    in a worker thread, before the handler runs.
+    """
+    match = req.conn.app.router.match(uri)
+    if match is None:
+        raise ResourceNotFound(uri)
+    handler = match.handler
+    if not need_listable or handler.children is None:
+        return serve(req, uri, lambda r, h, u, v: build(r, h, u, v, False))
+
+    async def checked() -> Any:
+        is_listable = await req.conn.server.runner.call(
+            lambda: listable(req.conn, handler, match.kwargs, strict=False))
+        outcome = serve(req, uri, lambda r, h, u, v: build(r, h, u, v, is_listable and h is handler))
+        return outcome if outcome is PENDING else await outcome
+
+    return checked()
+
+
+# --- resources/read ---------------------------------------------------------------------------
+
+
+def read(req: Request) -> Any:
+    uri = str_param(req, "uri")
+    if req.optin.sep_2093:  # contents that carry Resource metadata
+        return _serve_listable(req, uri, _read_result_sep_2093, need_listable=True)
+    return serve(req, uri, read_result)
+
+
+def read_result(req: Request, handler: Handler, uri: str, value: Any) -> dict[str, Any]:
+    contents = to_contents(uri, value, handler.mime_type)
+    req.conn.app.tracker.observe(uri, combined_version(contents))
+    wire = [c.to_wire(META_VERSION) for c in contents]
+    return cache_hints(req, {"contents": wire}, handler)
+
+
+def _read_result_sep_2093(req: Request, handler: Handler, uri: str, value: Any, is_listable: bool) -> dict[str, Any]:
+    result = read_result(req, handler, uri, value)
+    _decorate_contents(req, handler, uri, result["contents"], is_listable)
+    return result
+
+
+def _decorate_contents(req: Request, handler: Handler, uri: str, contents: list[dict[str, Any]],
+                       is_listable: bool) -> None:
+    """Give each content of a read its Resource metadata, following SEP-2093's multi-content rules."""
+    foreign = any(c["uri"] != uri for c in contents)
+    if foreign and not is_listable and handler not in _WARNED:
+        _WARNED.add(handler)
+        log.warning("%s returned contents for other URIs but is not listable: SEP-2093 clients get them "
+                    "without capabilities; declare children= or return only %s", handler.uri, uri)
+    show_caps = is_listable or not foreign
+    own = fresh_resource(handler, None, uri)
+    router = req.conn.app.router
+    for content in contents:
+        if content["uri"] == uri:  # this resource, in one of its formats
+            for key in _OWN_FIELDS:
+                if key in own:
+                    content.setdefault(key, own[key])
+            if show_caps:
+                content["capabilities"] = capabilities(is_listable)
+        else:  # a child: its own metadata if some resource serves it (no capabilities: unknown)
+            match = router.match(content["uri"])
+            if match is not None:
+                theirs = fresh_resource(match.handler, None, content["uri"])
+                for key in _OWN_FIELDS:
+                    if key in theirs:
+                        content.setdefault(key, theirs[key])
+            content.setdefault("name", last_segment(content["uri"]))
+        content.setdefault("size", _content_size(content))
+
+
+def _content_size(content: Mapping[str, Any]) -> int:
+    if "text" in content:
+        return len(str(content["text"]).encode("utf-8", "surrogatepass"))
+    blob = str(content.get("blob", ""))
+    return len(blob) * 3 // 4 - blob[-2:].count("=")
+
+
+# --- resources/metadata (SEP-2093) ------------------------------------------------------------
+
+
+def metadata(req: Request) -> Any:
+    """``resources/metadata {uri}`` → ``{resource}``, without reading the content."""
+    uri = str_param(req, "uri")
+    match = req.conn.app.router.match(uri)
+    if match is None:
+        raise ResourceNotFound(uri)
+    handler = match.handler
+    seed = req.optin.resources_get
+    tracker = req.conn.app.tracker
+
+    def build(is_listable: bool) -> dict[str, Any]:
+        wire = fresh_resource(handler, tracker, uri)
+        wire["capabilities"] = capabilities(is_listable)
+        if seed:
+            seed_fields(wire, handler, tracker)
+        return cache_hints(req, {"resource": wire}, handler)
+
+    if handler.children is None:
+        return build(False)
+    conn = req.conn
+    conn.server.runner.submit(lambda: build(listable(conn, handler, match.kwargs, strict=True)), req.complete)
+    return PENDING
+
+
+# --- resources/get (seed 000) -----------------------------------------------------------------
+
+
+def get(req: Request) -> Any:
+    """``{resource, contents}`` in one call, with a conditional ``version``."""
+    uri = str_param(req, "uri")
+    known = req.params.get("version")
+    if known is not None and not isinstance(known, str):
+        raise InvalidParams("Invalid params: 'version' must be a string", {"param": "version"})
+    sep = req.optin.sep_2093
+
+    def build(req: Request, handler: Handler, uri: str, value: Any, is_listable: bool) -> dict[str, Any]:
+        contents = to_contents(uri, value, handler.mime_type)
+        version = combined_version(contents)
+        tracker = req.conn.app.tracker
+        tracker.observe(uri, version)
+        if known == version:
+            raise NotModified(uri, version)
+        resource = fresh_resource(handler, tracker, uri)
+        if sep:
+            resource["capabilities"] = capabilities(is_listable)
+        seed_fields(resource, handler, tracker)
+        resource["version"] = version
+        items = []
+        for content in contents:
+            item: dict[str, Any] = {"uri": content.uri, "contentType": content.mime_type}
+            if content.text is not None:
+                item["content"] = content.text
+            else:
+                item["blob"] = content.to_wire()["blob"]
+            items.append(item)
+        return {"resource": resource, "contents": items[0] if len(items) == 1 else items}
+
+    return _serve_listable(req, uri, build, need_listable=sep)
+
+
+METHODS: dict[str, Method] = {
+    "resources/read": read,
+    "resources/metadata": metadata,
+    "resources/get": get,
+}

@@ -1,0 +1,366 @@
+"""The registry: resources and templates, compiled at decoration time, with one registration path."""
+
+from __future__ import annotations
+
+import inspect
+import threading
+import types
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+from typing_extensions import TypedDict, Unpack
+
+from .contents import guess_mime_type
+from .errors import (
+    DefinitionError,
+    MissingParameterError,
+    QueryDefaultError,
+    TemplateSyntaxError,
+    UnknownParameterError,
+)
+from .handler import DEFAULT_OPTIONS, Completer, Handler, Options, normalize_annotations
+from .pagination import SeqIndex
+from .router import Router
+from .signature import Signature, inspect_handler
+from .templates import UriTemplate
+from .tracking import Tracker
+
+__all__ = ["Registry", "ResourceOptions", "TemplateOptions"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _Options(TypedDict, total=False):
+    """What ``resource`` and ``template`` both take (see README, "Declaring resources")."""
+
+    name: str | None
+    title: str | None
+    description: str | None
+    mime_type: str | None
+    annotations: Mapping[str, Any] | None
+    icons: list[dict[str, Any]] | None
+    meta: Mapping[str, Any] | None
+    ttl_ms: int | None
+    cache_scope: str | None
+    kind: str | None
+    metadata: Mapping[str, Any] | None
+    children: Callable[..., Any] | None
+    poll: float | None
+
+
+class ResourceOptions(_Options, total=False):
+    size: int | None
+
+
+class TemplateOptions(_Options, total=False):
+    lister: Callable[..., Any] | None
+    complete: Mapping[str, Callable[..., Any]] | None
+
+CACHE_SCOPES = ("public", "private")
+_GUESSABLE = frozenset({None, "application/octet-stream", "text/plain"})
+
+
+class Registry:
+    """A set of MCP resources and templates (``App`` adds serving on top).
+
+    ``page_size`` bounds every list page; ``max_message_size`` bounds one
+    incoming message in bytes; ``ttl_ms`` and ``cache_scope`` are the caching
+    hints of 2026-07-28 results unless a resource says otherwise.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        instructions: str | None = None,
+        title: str | None = None,
+        website_url: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        page_size: int = 1000,
+        max_message_size: int = 4 * 1024 * 1024,
+        ttl_ms: int = 0,
+        cache_scope: str = "private",
+        max_workers: int = 32,
+    ) -> None:
+        if page_size < 1:
+            raise ValueError("page_size must be at least 1")
+        if cache_scope not in CACHE_SCOPES:
+            raise ValueError(f"cache_scope must be one of {CACHE_SCOPES}")
+        self.name = name
+        self.version = version
+        self.instructions = instructions
+        self.title = title
+        self.website_url = website_url
+        self.icons = icons
+        self.page_size = page_size
+        self.max_message_size = max_message_size
+        self.ttl_ms = ttl_ms
+        self.cache_scope = cache_scope
+        self.max_workers = max_workers
+        self.router = Router()
+        self.resources: SeqIndex[Handler] = SeqIndex()
+        self.templates: SeqIndex[Handler] = SeqIndex()
+        self.listed_templates: SeqIndex[Handler] = SeqIndex()  # templates with a lister
+        self._seq = 0
+        self._sig_cache: dict[Any, tuple[Any, Signature]] = {}
+        self._lock = threading.Lock()
+        self._tracker: Tracker | None = None
+
+    # --- declaring -----------------------------------------------------------
+
+    def resource(self, uri: str, **options: Unpack[ResourceOptions]) -> Callable[[F], F]:
+        """Declare a resource at a fixed URI; the decorated function returns its contents."""
+
+        def decorator(fn: F) -> F:
+            self.add_resource(fn, uri, **options)
+            return fn
+
+        return decorator
+
+    def template(self, uri_template: str, **options: Unpack[TemplateOptions]) -> Callable[[F], F]:
+        """Declare an RFC 6570 URI template; its variables become the function's arguments."""
+
+        def decorator(fn: F) -> F:
+            self.add_template(fn, uri_template, **options)
+            return fn
+
+        return decorator
+
+    def add_resource(self, fn: Callable[..., Any], uri: str, **options: Unpack[ResourceOptions]) -> Handler:
+        """Register ``fn`` as the resource at ``uri`` (what ``@app.resource`` does)."""
+        if "lister" in options or "complete" in options:
+            raise DefinitionError(f"lister and complete are template options; {uri!r} is a resource")
+        return self._register(fn, uri, None, self._resource_signature(fn, uri), **options)
+
+    def _resource_signature(self, fn: Callable[..., Any], uri: str) -> Signature:
+        if not isinstance(uri, str) or not uri:
+            raise DefinitionError(f"resource URI must be a non-empty string, not {uri!r}")
+        if "{" in uri or "}" in uri:
+            raise DefinitionError(
+                f"{uri!r} looks like a URI template: declare it with @app.template"
+            )
+        if ":" not in uri:
+            raise DefinitionError(f"resource URI {uri!r} has no scheme (e.g. 'notes://{uri}')")
+        sig = self._signature(fn)
+        for param in sig.params.values():
+            if param.required:
+                raise UnknownParameterError(uri, param.name, sig.name)
+        return sig
+
+    def add_template(self, fn: Callable[..., Any], uri_template: str, **options: Unpack[TemplateOptions]) -> Handler:
+        """Register ``fn`` behind a URI template (what ``@app.template`` does)."""
+        template = UriTemplate(uri_template)
+        if template.duplicates:
+            name, position = template.duplicates[0]
+            raise TemplateSyntaxError(uri_template, position,
+                                      f"variable {name!r} appears twice (each variable is one parameter)")
+        sig = self._signature(fn)
+        names = set(template.names)
+        for variable in template.variables:
+            param = sig.params.get(variable.name)
+            if param is None:
+                raise MissingParameterError(uri_template, variable.name, sig.name)
+            if variable.query and param.required:
+                raise QueryDefaultError(uri_template, variable.name, sig.name)
+            if variable.explode and not param.convertor.is_list and not variable.query:
+                raise DefinitionError(
+                    f"variable {variable.name!r} of {uri_template!r} is exploded ('*'): "
+                    f"annotate parameter {variable.name!r} of {sig.name}() as list[...]"
+                )
+        for pname in sig.params:
+            if pname not in names:
+                raise UnknownParameterError(uri_template, pname, sig.name)
+        for cname in options.get("complete") or {}:
+            if cname not in names:
+                raise DefinitionError(
+                    f"completer for {cname!r}, but {uri_template!r} has no such variable"
+                )
+        return self._register(fn, uri_template, template, sig, **options)
+
+    def _signature(self, fn: Callable[..., Any]) -> Signature:
+        if not callable(fn):
+            raise DefinitionError(f"{fn!r} is not callable")
+        code = getattr(fn, "__code__", None)
+        if code is None or type(fn) is not types.FunctionType:
+            return inspect_handler(fn)
+        # closures made by one ``def`` share a code object and, almost always, a signature
+        facts = (fn.__annotations__, fn.__defaults__, fn.__kwdefaults__, fn.__doc__, fn.__name__)
+        cached = self._sig_cache.get(code)
+        if cached is not None and cached[0] == facts:
+            return cached[1]
+        sig = inspect_handler(fn)
+        self._sig_cache[code] = (facts, sig)
+        return sig
+
+    def _register(
+        self,
+        fn: Callable[..., Any],
+        uri: str,
+        template: UriTemplate | None,
+        sig: Signature,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        ttl_ms: int | None = None,
+        cache_scope: str | None = None,
+        kind: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        lister: Callable[..., Any] | None = None,
+        complete: Mapping[str, Callable[..., Any]] | None = None,
+        children: Callable[..., Any] | None = None,
+        poll: float | None = None,
+    ) -> Handler:
+        declared_mime = mime_type
+        mime_type = mime_type or sig.mime_type
+        if declared_mime is None and mime_type in _GUESSABLE:
+            # a URI ending in .png or .md says more than a bare ``bytes``/``str``
+            guessed = guess_mime_type(uri.split("{", 1)[0] if template else uri, "")
+            if guessed:
+                mime_type = guessed
+        wire: dict[str, Any] = {"name": name or sig.name}
+        wire["uriTemplate" if template else "uri"] = uri
+        if title:
+            wire["title"] = title
+        description = description or sig.description
+        if description:
+            wire["description"] = description
+        if mime_type:
+            wire["mimeType"] = mime_type
+        extras = DEFAULT_OPTIONS
+        if (size is not None or annotations or icons or meta or ttl_ms is not None or cache_scope is not None
+                or kind is not None or metadata is not None or lister is not None or complete or children is not None
+                or poll is not None or (template is not None and sig.params)):
+            extras = self._options(uri, template, sig, wire, size, annotations, icons, meta, ttl_ms, cache_scope,
+                                   kind, metadata, lister, complete, children, poll)
+        with self._lock:
+            self._seq += 1
+            handler = Handler(uri, template, fn, sig, mime_type, wire, extras, self._seq)
+            self.router.add(handler)
+            if template is None:
+                self.resources.append(handler.seq, handler)
+            else:
+                self.templates.append(handler.seq, handler)
+                if lister is not None:
+                    self.listed_templates.append(handler.seq, handler)
+        if self._tracker is not None:
+            self._tracker.on_registry_changed(handler)
+        return handler
+
+    def _options(
+        self,
+        uri: str,
+        template: UriTemplate | None,
+        sig: Signature,
+        wire: dict[str, Any],
+        size: int | None,
+        annotations: Mapping[str, Any] | None,
+        icons: list[dict[str, Any]] | None,
+        meta: Mapping[str, Any] | None,
+        ttl_ms: int | None,
+        cache_scope: str | None,
+        kind: str | None,
+        metadata: Mapping[str, Any] | None,
+        lister: Callable[..., Any] | None,
+        complete: Mapping[str, Callable[..., Any]] | None,
+        children: Callable[..., Any] | None,
+        poll: float | None,
+    ) -> Options:
+        """Check the less common options (and add what they show to ``wire``)."""
+        if cache_scope is not None and cache_scope not in CACHE_SCOPES:
+            raise DefinitionError(f"cache_scope of {uri!r} must be one of {CACHE_SCOPES}")
+        if ttl_ms is not None and (not isinstance(ttl_ms, int) or ttl_ms < 0):
+            raise DefinitionError(f"ttl_ms of {uri!r} must be a non-negative integer")
+        if size is not None and (not isinstance(size, int) or size < 0):
+            raise DefinitionError(f"size of {uri!r} must be a non-negative integer")
+        if size is not None and template is None:
+            wire["size"] = size
+        normalized = normalize_annotations(annotations)
+        if normalized:
+            wire["annotations"] = normalized
+        if icons:
+            wire["icons"] = list(icons)
+        lister_paged = False
+        if lister is not None:
+            if not callable(lister):
+                raise DefinitionError(f"lister of {uri!r} must be callable")
+            positional = [
+                p for p in inspect.signature(lister).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            ]
+            lister_paged = len(positional) >= 2
+        if children is not None and not callable(children):
+            raise DefinitionError(f"children of {uri!r} must be callable")
+        if poll is not None and poll <= 0:
+            raise DefinitionError(f"poll interval of {uri!r} must be positive")
+        completers = self._completers(uri, template, sig, complete)
+        return Options(size, dict(meta) if meta else None, ttl_ms, cache_scope, kind, metadata, lister,
+                       lister_paged, completers, children, poll)
+
+    def _completers(
+        self,
+        uri: str,
+        template: UriTemplate | None,
+        sig: Signature,
+        explicit: Mapping[str, Callable[..., Any]] | None,
+    ) -> dict[str, Completer]:
+        completers: dict[str, Completer] = {}
+        if template is None:
+            return completers
+        for name, param in sig.params.items():
+            if param.convertor.choices:
+                completers[name] = Completer(_choices_completer(param.convertor.choices))
+        for name, fn in (explicit or {}).items():
+            if not callable(fn):
+                raise DefinitionError(f"completer for {name!r} of {uri!r} must be callable")
+            completers[name] = Completer(fn)
+        return completers
+
+    def remove(self, uri: str) -> None:
+        """Remove a resource (by URI) or template (by its template string) at run time."""
+        with self._lock:
+            handler = self.router.exact.get(uri) or self.router.templates.get(uri)
+            if handler is None:
+                raise KeyError(uri)
+            self.router.remove(handler)
+            index = self.resources if handler.template is None else self.templates
+            index.remove(handler.seq)
+            self.listed_templates.remove(handler.seq)
+        if self._tracker is not None:
+            self._tracker.on_registry_changed(handler)
+
+    # --- change tracking ---------------------------------------------------------
+
+    @property
+    def tracker(self) -> Tracker:
+        if self._tracker is None:
+            with self._lock:
+                if self._tracker is None:
+                    self._tracker = Tracker(self)
+        return self._tracker
+
+    def notify_changed(self, uri: str) -> None:
+        """Tell subscribers of ``uri`` if its content really changed (re-read and hashed).
+
+        Callable from async code, sync code and other threads; bursts coalesce.
+        """
+        self.tracker.notify_changed(uri)
+
+    def notify_list_changed(self) -> None:
+        """Tell clients the resource list changed (for lists that change outside the program)."""
+        self.tracker.notify_list_changed()
+
+
+def _choices_completer(choices: Iterable[str]) -> Callable[[str], list[str]]:
+    options = tuple(choices)
+
+    def complete(value: str) -> list[str]:
+        lowered = value.lower()
+        return [c for c in options if c.lower().startswith(lowered)]
+
+    return complete
