@@ -13,31 +13,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ._runner import ThreadRunner
 from .context import LEVEL_RANK
-from .errors import (
-    InvalidParams,
-    InvalidRequest,
-    MCPError,
-    MethodNotFound,
-    ParseError,
-    ResourceNotFound,
-    UnsupportedVersion,
-)
-from .methods import HANDSHAKE_METHODS, NOTIFICATIONS, ON_CANCEL, PENDING, STATELESS_METHODS, Subscriptions
-from .methods._base import Method
+from .eras import HANDSHAKE, STATELESS, Era, error_response
+from .errors import InvalidParams, InvalidRequest, MCPError, MethodNotFound, ParseError, UnsupportedVersion
+from .methods import NOTIFICATIONS, ON_CANCEL, PENDING, Subscriptions
 from .optin import OptIn
 from .versions import (
     BATCH_VERSION,
     META_CLIENT_CAPABILITIES,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
-    META_SERVER_INFO,
     MODERN_VERSIONS,
 )
 
@@ -49,38 +40,6 @@ __all__ = ["HANDSHAKE", "STATELESS", "Connection", "Era", "Request", "Server", "
 log = logging.getLogger("resourcekit")
 
 Send = Callable[[Any], None]
-
-
-class Era:
-    """What differs between the handshake-era revisions and the stateless 2026-07-28.
-
-    Which methods exist, the wire code of resource-not-found, and how a result is
-    decorated (2026-07-28 results say they are complete and name the server).
-    """
-
-    __slots__ = ("methods", "name", "not_found_code", "stateless")
-
-    def __init__(self, name: str, methods: Mapping[str, Method], *, stateless: bool, not_found_code: int) -> None:
-        self.name = name
-        self.methods = dict(methods)  # a plain dict: one lookup per request
-        self.stateless = stateless
-        self.not_found_code = not_found_code
-
-    def decorate(self, result: dict[str, Any], server_info: dict[str, Any]) -> None:
-        if self.stateless:
-            result["resultType"] = "complete"
-            meta = result.get("_meta")
-            if meta is None:
-                result["_meta"] = {META_SERVER_INFO: server_info}
-            else:
-                meta.setdefault(META_SERVER_INFO, server_info)
-
-    def __repr__(self) -> str:
-        return f"<Era {self.name}>"
-
-
-HANDSHAKE = Era("handshake", HANDSHAKE_METHODS, stateless=False, not_found_code=-32002)
-STATELESS = Era("2026-07-28", STATELESS_METHODS, stateless=True, not_found_code=-32602)
 
 
 class Server:
@@ -433,14 +392,3 @@ async def _run(request: Request, outcome: Awaitable[Any]) -> None:
 
 def _valid_id(rid: Any) -> bool:
     return (type(rid) is int) or (type(rid) is str)
-
-
-def error_response(rid: Any, exc: BaseException, era: Era = HANDSHAKE) -> dict[str, Any]:
-    """The single place where an exception becomes a JSON-RPC error object."""
-    if isinstance(exc, MCPError):
-        error = exc.to_error()
-        if error["code"] == ResourceNotFound.code:
-            error["code"] = era.not_found_code
-    else:
-        error = {"code": -32603, "message": "Internal error"}
-    return {"jsonrpc": "2.0", "id": rid, "error": error}

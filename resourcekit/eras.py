@@ -1,0 +1,61 @@
+"""What differs between eras: the handshake-era revisions and the stateless 2026-07-28.
+
+One record per era instead of ``if modern`` scattered over modules: which methods
+exist, the wire code of resource-not-found, how a result is decorated.  Errors
+become JSON-RPC error objects here, in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import MCPError, ResourceNotFound
+from .methods import HANDSHAKE_METHODS, STATELESS_METHODS
+from .methods._base import Method
+from .versions import META_SERVER_INFO
+
+__all__ = ["HANDSHAKE", "STATELESS", "Era", "error_response"]
+
+
+class Era:
+    """What differs between the handshake-era revisions and the stateless 2026-07-28.
+
+    Which methods exist, the wire code of resource-not-found, and how a result is
+    decorated (2026-07-28 results say they are complete and name the server).
+    """
+
+    __slots__ = ("methods", "name", "not_found_code", "stateless")
+
+    def __init__(self, name: str, methods: Mapping[str, Method], *, stateless: bool, not_found_code: int) -> None:
+        self.name = name
+        self.methods = dict(methods)  # a plain dict: one lookup per request
+        self.stateless = stateless
+        self.not_found_code = not_found_code
+
+    def decorate(self, result: dict[str, Any], server_info: dict[str, Any]) -> None:
+        if self.stateless:
+            result["resultType"] = "complete"
+            meta = result.get("_meta")
+            if meta is None:
+                result["_meta"] = {META_SERVER_INFO: server_info}
+            else:
+                meta.setdefault(META_SERVER_INFO, server_info)
+
+    def __repr__(self) -> str:
+        return f"<Era {self.name}>"
+
+
+HANDSHAKE = Era("handshake", HANDSHAKE_METHODS, stateless=False, not_found_code=-32002)
+STATELESS = Era("2026-07-28", STATELESS_METHODS, stateless=True, not_found_code=-32602)
+
+
+def error_response(rid: Any, exc: BaseException, era: Era = HANDSHAKE) -> dict[str, Any]:
+    """The single place where an exception becomes a JSON-RPC error object."""
+    if isinstance(exc, MCPError):
+        error = exc.to_error()
+        if error["code"] == ResourceNotFound.code:
+            error["code"] = era.not_found_code
+    else:
+        error = {"code": -32603, "message": "Internal error"}
+    return {"jsonrpc": "2.0", "id": rid, "error": error}
