@@ -1,5 +1,9 @@
 """Side-by-side benchmark: resourcekit vs mcp 2.3.0 (MCPServer) vs fastmcp 4.x vs a raw orjson loop.
 
+With BENCH_BASELINE_DIR set to another checkout (a directory holding a resourcekit/ package, e.g. a
+`git worktree` of an earlier commit), a fifth server, baseline, serves the same rk_app.py with that
+checkout's resourcekit, and the report shows resourcekit/baseline.
+
 Every server is a real stdio subprocess. One client of our own (raw JSON-RPC over the
 pipes, newline-delimited, orjson, no asyncio) drives them, alternating servers inside
 one run: server A run 1, B run 1, C run 1, D run 1, A run 2, ...
@@ -42,7 +46,14 @@ ROOT = HERE.parent
 SERVERS_DIR = HERE / "servers"
 LOG_DIR = HERE / ".logs"
 PROTOCOL_VERSION = "2025-11-25"
-SERVER_NAMES = ("resourcekit", "mcp", "fastmcp", "raw")
+SERVER_NAMES = ("resourcekit", "baseline", "mcp", "fastmcp", "raw")
+# resourcekit and baseline serve the same servers/rk_app.py, each with the resourcekit package of
+# its own checkout: this one, or the one named by BENCH_BASELINE_DIR (an earlier commit).
+RK_SERVERS = ("resourcekit", "baseline")
+BASELINE_ENV = "BENCH_BASELINE_DIR"
+# -P (3.11+): no script or working directory in front of sys.path, so that PYTHONPATH alone says
+# which checkout's resourcekit is imported (the working directory is that checkout too, for 3.10).
+PY_FLAGS = ["-P"] if sys.version_info >= (3, 11) else []
 W5_CLIENTS = 16  # concurrent HTTP clients in W5, one keep-alive connection each
 F_SETPIPE_SZ = 1031  # Linux fcntl
 # Both pipes are enlarged (default 64 KiB) so that a 1 MiB reply is not cut into 16 wake-ups of
@@ -53,19 +64,37 @@ PIPE_SIZE = int(os.environ.get("BENCH_PIPE_SIZE", str(1 << 20)))
 # --------------------------------------------------------------------------- servers
 
 
-def _rk_argv() -> list[str]:
-    app = str(SERVERS_DIR / "rk_app.py")
-    script = Path(sys.executable).with_name("resourcekit")
-    if script.exists():
-        return [str(script), "run", app]
-    return [sys.executable, "-c", "from resourcekit.cli import main; main()", "run", app]
+def rk_checkout(name: str) -> Path:
+    """The directory whose resourcekit/ package serves rk_app.py for server `name`."""
+    if name == "baseline":
+        return Path(os.environ[BASELINE_ENV]).resolve()
+    return ROOT
+
+
+def _rk_argv(*extra: str) -> list[str]:
+    """resourcekit and baseline start alike: `python -P -m resourcekit run rk_app.py ...`."""
+    return [sys.executable, *PY_FLAGS, "-m", "resourcekit", "run", str(SERVERS_DIR / "rk_app.py"), *extra]
 
 
 def server_argv(name: str) -> list[str]:
-    if name == "resourcekit":
+    if name in RK_SERVERS:
         return _rk_argv()
     file = {"mcp": "mcp_app.py", "fastmcp": "fastmcp_app.py", "raw": "raw_loop.py"}[name]
     return [sys.executable, str(SERVERS_DIR / file)]
+
+
+def server_env(name: str, **extra: str) -> dict[str, str]:
+    """The child's environment: resourcekit and baseline get their checkout in front of PYTHONPATH."""
+    env = dict(os.environ, **extra)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.pop("PYTHONPROFILEIMPORTTIME", None)
+    if name in RK_SERVERS:
+        env["PYTHONPATH"] = os.pathsep.join([str(rk_checkout(name)), *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+def server_cwd(name: str) -> Path:
+    return rk_checkout(name) if name in RK_SERVERS else ROOT
 
 
 class ServerError(Exception):
@@ -78,7 +107,13 @@ def wrapped_argv(name: str, argv: list[str]) -> list[str]:
     ("py-spy record -o f.svg --") goes in front of the whole command."""
     wrap = os.environ.get(f"BENCH_WRAP_{name.upper()}", "").split()
     if wrap and Path(wrap[0]).name.startswith("python"):
-        return wrap + (argv[1:] if argv[0] == sys.executable else argv)
+        if argv[0] != sys.executable:
+            return wrap + argv
+        rest = argv[1:]
+        flags: list[str] = []  # the interpreter's own options (-P) stay with the interpreter
+        while rest and rest[0].startswith("-") and rest[0] not in ("-m", "-c"):
+            flags.append(rest.pop(0))
+        return [wrap[0], *flags, *wrap[1:], *rest]
     return wrap + argv
 
 
@@ -129,16 +164,15 @@ class Server:
 
     def __init__(self, name: str, workload: str, tag: str) -> None:
         self.name = name
-        env = dict(os.environ, BENCH_WORKLOAD=workload)
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env.pop("PYTHONPROFILEIMPORTTIME", None)
+        env = server_env(name, BENCH_WORKLOAD=workload)
         argv = wrapped_argv(name, server_argv(name))
         LOG_DIR.mkdir(exist_ok=True)
         self.log_path = LOG_DIR / f"{name}-{tag}.stderr"
         self._log = open(self.log_path, "wb")  # noqa: SIM115
         self.t_spawn = time.perf_counter()
         self.proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, cwd=ROOT, env=env, bufsize=0
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, cwd=server_cwd(name), env=env,
+            bufsize=0,
         )
         assert self.proc.stdin and self.proc.stdout
         self.fd_in = self.proc.stdin.fileno()
@@ -512,9 +546,8 @@ HTTP_FILES = {"mcp": "mcp_app.py", "fastmcp": "fastmcp_app.py", "raw": "raw_http
 
 
 def http_server_argv(name: str, port: int) -> list[str]:
-    if name == "resourcekit":
-        return [sys.executable, "-m", "resourcekit", "run", str(SERVERS_DIR / "rk_app.py"),
-                "--transport", "http", "--host", "127.0.0.1", "--port", str(port)]
+    if name in RK_SERVERS:
+        return _rk_argv("--transport", "http", "--host", "127.0.0.1", "--port", str(port))
     return [sys.executable, str(SERVERS_DIR / HTTP_FILES[name])]
 
 
@@ -530,16 +563,14 @@ class HttpServer:
     def __init__(self, name: str, workload: str, tag: str) -> None:
         self.name = name
         self.port = free_port()
-        env = dict(os.environ, BENCH_WORKLOAD=workload, BENCH_TRANSPORT="http", BENCH_PORT=str(self.port))
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env.pop("PYTHONPROFILEIMPORTTIME", None)
+        env = server_env(name, BENCH_WORKLOAD=workload, BENCH_TRANSPORT="http", BENCH_PORT=str(self.port))
         LOG_DIR.mkdir(exist_ok=True)
         self.log_path = LOG_DIR / f"{name}-{tag}.stderr"
         self._log = open(self.log_path, "wb")  # noqa: SIM115
         self.t_spawn = time.perf_counter()
         self.proc = subprocess.Popen(
             wrapped_argv(name, http_server_argv(name, self.port)), stdin=subprocess.DEVNULL, stdout=self._log,
-            stderr=self._log, cwd=ROOT, env=env,
+            stderr=self._log, cwd=server_cwd(name), env=env,
         )
         self.ps = psutil.Process(self.proc.pid)
         self._pyspy: subprocess.Popen[bytes] | None = None
@@ -874,19 +905,67 @@ def w5(name: str, cfg: Config, tag: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------- orchestration
 
 
+_PROBE = (
+    "import importlib.util, resourcekit, resourcekit.cli\n"
+    "from resourcekit import App\n"
+    "assert importlib.util.find_spec('resourcekit.__main__'), 'no resourcekit/__main__.py'\n"
+    "print(resourcekit.__file__)"
+)
+
+
+def probe_rk(name: str) -> str | None:
+    """Import resourcekit the way server `name` will (same interpreter, flags, PYTHONPATH and working
+    directory) and check that it comes from the right checkout. None, after a message, if not."""
+    checkout = rk_checkout(name)
+    if not (checkout / "resourcekit" / "__init__.py").is_file():
+        print(f"!! {name} skipped: {checkout} has no resourcekit/ package", file=sys.stderr)
+        return None
+    probe = subprocess.run(
+        [sys.executable, *PY_FLAGS, "-c", _PROBE], capture_output=True, text=True,
+        cwd=server_cwd(name), env=server_env(name),
+    )
+    if probe.returncode != 0:
+        last = (probe.stderr.strip().splitlines() or ["?"])[-1]
+        print(f"!! {name}: resourcekit is not importable, skipped: {last}", file=sys.stderr)
+        return None
+    imported = Path(probe.stdout.strip().splitlines()[-1]).resolve()
+    if not imported.is_relative_to((checkout / "resourcekit").resolve()):
+        print(f"!! {name} skipped: it would import resourcekit from {imported}, not from {checkout}", file=sys.stderr)
+        return None
+    return str(imported)
+
+
+def checkout_desc(path: Path) -> str:
+    """'<short commit> (<subject>)' of a git checkout, with '+ local changes' after the commit when
+    its resourcekit/ differs from it."""
+    git = ["git", "-C", str(path)]
+    try:
+        head = subprocess.run([*git, "log", "-1", "--format=%h%n%s"], capture_output=True, text=True)
+    except OSError:  # no git
+        return f"{path.name} (commit unknown)"
+    if head.returncode != 0 or not head.stdout.strip():
+        return f"{path.name} (not a git checkout)"
+    commit, _, subject = head.stdout.strip().partition("\n")
+    dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no", "--", "resourcekit"],
+                           capture_output=True, text=True).stdout.strip()
+    return f"{commit}{' + local changes' if dirty else ''} ({subject})"
+
+
 def available_servers(wanted: list[str]) -> list[str]:
     out = []
     for name in wanted:
-        if name == "resourcekit":
-            probe = subprocess.run(
-                [sys.executable, "-c", "from resourcekit import App; import resourcekit.cli"],
-                capture_output=True,
-                text=True,
-            )
-            if probe.returncode != 0:
-                last = (probe.stderr.strip().splitlines() or ["?"])[-1]
-                print(f"!! resourcekit is not importable, skipped: {last}", file=sys.stderr)
+        if name not in SERVER_NAMES:
+            print(f"!! unknown server {name!r} skipped (known: {', '.join(SERVER_NAMES)})", file=sys.stderr)
+            continue
+        if name == "baseline" and not os.environ.get(BASELINE_ENV):
+            print(f"!! baseline skipped: {BASELINE_ENV} is not set (point it at a checkout of the commit to "
+                  "compare with, e.g. `git worktree add ../rk-base <commit>`)", file=sys.stderr)
+            continue
+        if name in RK_SERVERS:
+            imported = probe_rk(name)
+            if imported is None:
                 continue
+            print(f"{name}: resourcekit from {imported} ({checkout_desc(rk_checkout(name))})", file=sys.stderr)
         out.append(name)
     return out
 
@@ -1028,6 +1107,47 @@ def _cell(res: dict[str, Any], wl: str, name: str, key: str) -> str:
     return _fmt(v)
 
 
+REGRESSION_LIMIT = 0.05  # the project's rule: no workload more than 5% worse than the starting commit
+
+
+def _ratio_value(res: dict[str, Any], wl: str, key: str, other: str) -> float | None:
+    """resourcekit ÷ other for one row's figure, None when either is missing."""
+    if key == "cpu_ms_per_read":
+        key = "cpu_us_per_read"
+    if key == "pages":
+        return None
+    a, b = _get(res, wl, "resourcekit", key), _get(res, wl, other, key)
+    return a / b if a is not None and b else None
+
+
+def _worse(ratio: float, higher_is_better: bool) -> bool:
+    """More than REGRESSION_LIMIT worse than the baseline."""
+    return ratio < 1 - REGRESSION_LIMIT if higher_is_better else ratio > 1 + REGRESSION_LIMIT
+
+
+def _base_ratio(res: dict[str, Any], wl: str, key: str, higher_is_better: bool) -> str:
+    """The rk/base cell: the ratio, bold and marked when resourcekit is more than 5% worse."""
+    if key == "pages":
+        return ""
+    v = _ratio_value(res, wl, key, "baseline")
+    if v is None:
+        return "—"
+    if _worse(v, higher_is_better):
+        return f"**{v:.3g}x** worse"
+    better = v > 1 + REGRESSION_LIMIT if higher_is_better else v < 1 - REGRESSION_LIMIT
+    return f"{v:.3g}x better" if better else f"{v:.3g}x"
+
+
+def base_regressions(res: dict[str, Any]) -> list[str]:
+    """The rows where resourcekit is more than 5% worse than the baseline."""
+    out = []
+    for label, wl, key, hib in ROWS:
+        v = _ratio_value(res, wl, key, "baseline")
+        if v is not None and key != "pages" and _worse(v, hib):
+            out.append(f"{label}: {v:.3g}x")
+    return out
+
+
 def _ratio(res: dict[str, Any], wl: str, key: str, other: str) -> str:
     if key == "cpu_ms_per_read":
         key = "cpu_us_per_read"
@@ -1073,30 +1193,48 @@ def targets(res: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
 def markdown(doc: dict[str, Any]) -> str:
     res = doc["results"]
     names = [n for n in SERVER_NAMES if n in doc["servers"]]
-    head = {"resourcekit": "resourcekit", "mcp": f"mcp {doc['versions'].get('mcp', '')}",
+    rk_commit = doc["versions"].get("resourcekit checkout", "?").split(" (", 1)[0]
+    base_commit = doc["versions"].get("baseline checkout", "?").split(" (", 1)[0]
+    head = {"resourcekit": "resourcekit", "baseline": f"baseline {base_commit.split(' ', 1)[0]}",
+            "mcp": f"mcp {doc['versions'].get('mcp', '')}",
             "fastmcp": f"fastmcp {doc['versions'].get('fastmcp', '')}", "raw": "raw orjson loop"}
     cols = [head[n] for n in names]
+    vs_base = "resourcekit" in names and "baseline" in names
     ratio_cols = [o for o in ("mcp", "fastmcp", "raw") if o in names and "resourcekit" in names]
+    base_cols = " | rk/base | better" if vs_base else ""
     lines = [
         "# Benchmark results",
         "",
         f"Measured {doc['date']} on {doc['machine']} — {doc['mode']} run, {doc['runs']} run(s) per server, "
         "servers alternating; figures are medians. Only ratios from one run compare well.",
         "",
-        "| workload | " + " | ".join(cols) + "".join(f" | rk/{o}" for o in ratio_cols) + " |",
-        "|---" * (1 + len(cols) + len(ratio_cols)) + "|",
+        "| workload | " + " | ".join(cols) + base_cols + "".join(f" | rk/{o}" for o in ratio_cols) + " |",
+        "|---" * (1 + len(cols) + 2 * vs_base + len(ratio_cols)) + "|",
     ]
-    for label, wl, key, _hib in ROWS:
+    for label, wl, key, hib in ROWS:
         if wl not in res:
             continue
         cells = [_cell(res, wl, n, key) for n in names]
-        if key == "p50_ms" and wl in ("W3", "W5"):
-            ratios = [_ratio(res, wl, "p50_ms", o) for o in ratio_cols]
-        else:
-            ratios = [_ratio(res, wl, key, o) for o in ratio_cols]
+        # the W3/W5 latency row shows p50 / p99; its ratios are of p50
+        ratios = [_ratio(res, wl, key, o) for o in ratio_cols]
+        if vs_base:
+            direction = "" if key == "pages" else ("higher" if hib else "lower")
+            ratios = [_base_ratio(res, wl, key, hib), direction, *ratios]
         lines.append(f"| {label} | " + " | ".join(cells) + "".join(f" | {r}" for r in ratios) + " |")
     lines += ["", "Ratios are resourcekit ÷ other: above 1 is better for req/s and MB/s, below 1 is better for "
               "latency, CPU, RSS, seconds.", ""]
+    if vs_base:
+        worse = base_regressions(res)
+        lines += [
+            f"rk/base is resourcekit (this checkout, {rk_commit}) ÷ baseline (the same app on the resourcekit of "
+            f"{base_commit}, from {BASELINE_ENV}); the column "
+            "\"better\" says which way is better for that row: higher for req/s and MB/s, lower for latency, CPU, "
+            f"start-up, walk time and RSS. Bold marks a row more than {REGRESSION_LIMIT:.0%} worse than the baseline "
+            "(the project's limit, judged on medians of 3 runs).",
+            "",
+            "More than 5% worse than the baseline: " + ("; ".join(worse) if worse else "none") + ".",
+            "",
+        ]
     if "resourcekit" in names:
         lines += ["## Targets", "", "| target | measured | met |", "|---|---|---|"]
         for label, value, ok in targets(res):
@@ -1169,7 +1307,8 @@ def chart(doc: dict[str, Any], path: Path) -> bool:
         return False
     res = doc["results"]
     names = [n for n in SERVER_NAMES if n in doc["servers"]]
-    colors = {"resourcekit": "#2b7bba", "mcp": "#999999", "fastmcp": "#c9a227", "raw": "#444444"}
+    colors = {"resourcekit": "#2b7bba", "baseline": "#8fbfe0", "mcp": "#999999", "fastmcp": "#c9a227",
+              "raw": "#444444"}
     fig, axes = plt.subplots(2, 4, figsize=(17, 7))
     for ax, (title, wl, key) in zip(axes.flat, CHART_METRICS, strict=False):
         vals = [(_get(res, wl, n, key) or 0.0) for n in names]
@@ -1202,13 +1341,16 @@ def ascii_chart(doc: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def versions() -> dict[str, str]:
+def versions(servers: list[str] | None = None) -> dict[str, str]:
     from importlib import metadata
 
     out = {"python": platform.python_version()}
     for dist in ("resourcekit", "mcp", "fastmcp", "orjson", "anyio", "pydantic"):
         with contextlib.suppress(metadata.PackageNotFoundError):
             out[dist] = metadata.version(dist)
+    if servers and "baseline" in servers:
+        out["resourcekit checkout"] = checkout_desc(ROOT)
+        out["baseline checkout"] = checkout_desc(rk_checkout("baseline"))
     return out
 
 
@@ -1227,6 +1369,13 @@ def default_notes(cfg: Config, servers: list[str]) -> list[str]:
     skipped = [f"{n} {w}" for n, w in cfg.skip if n in servers and w in cfg.list_sizes]
     if skipped:
         notes.append("not measured in this mode: " + ", ".join(skipped) + ".")
+    if "baseline" in servers:
+        notes.append(
+            "baseline serves the same `servers/rk_app.py` with the resourcekit package of another checkout "
+            f"({BASELINE_ENV}); resourcekit and baseline both start as `{' '.join(['python', *PY_FLAGS])} -m "
+            "resourcekit run benchmarks/servers/rk_app.py` with their checkout first on PYTHONPATH and as working "
+            "directory."
+        )
     notes.append(
         f"pipes between client and server are {PIPE_SIZE // 1024} KiB (F_SETPIPE_SZ)" if PIPE_SIZE
         else "pipes between client and server have the system default size (64 KiB)"
@@ -1256,13 +1405,6 @@ def main(argv: list[str] | None = None) -> int:
         print(md)
         return 0
 
-    # pip compiles installed packages (mcp, fastmcp) to bytecode; an editable install of
-    # resourcekit does not, and PYTHONDONTWRITEBYTECODE may be set: compile it the same way
-    import compileall
-
-    compileall.compile_dir(str(HERE.parent / "resourcekit"), quiet=1)
-    compileall.compile_dir(str(HERE / "servers"), quiet=1)
-
     quick = args.quick
     secs = args.seconds or (1.0 if quick else 3.0)
     cfg = Config(
@@ -1284,10 +1426,18 @@ def main(argv: list[str] | None = None) -> int:
     if quick:
         cfg.skip.add(("fastmcp", "list10k"))
 
-    servers = available_servers([s for s in args.servers.split(",") if s])
+    servers = available_servers([s.strip() for s in args.servers.split(",") if s.strip()])
     if not servers:
         print("no server to run", file=sys.stderr)
         return 1
+    # pip compiles installed packages (mcp, fastmcp) to bytecode; an editable install of
+    # resourcekit (or a fresh checkout for baseline) has none, and PYTHONDONTWRITEBYTECODE may be
+    # set: compile them the same way
+    import compileall
+
+    for name in dict.fromkeys(n for n in ("resourcekit", *servers) if n in RK_SERVERS):
+        compileall.compile_dir(str(rk_checkout(name) / "resourcekit"), quiet=1)
+    compileall.compile_dir(str(HERE / "servers"), quiet=1)
     workloads = [w.strip().lower() for w in args.workloads.split(",") if w.strip()]
     t0 = time.perf_counter()
     print(f"servers: {servers}; workloads: {workloads}; runs: {cfg.runs}", file=sys.stderr)
@@ -1298,7 +1448,7 @@ def main(argv: list[str] | None = None) -> int:
         "mode": "quick" if quick else "full",
         "runs": cfg.runs,
         "servers": servers,
-        "versions": versions(),
+        "versions": versions(servers),
         "config": {
             "depth": cfg.depth,
             "w6_depth": cfg.w6_depth,
