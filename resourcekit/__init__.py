@@ -6,6 +6,7 @@ from .context import Context
 from .errors import (
     DefinitionError,
     DuplicateResourceError,
+    LimitExceeded,
     MCPError,
     MissingParameterError,
     NotModified,
@@ -16,6 +17,7 @@ from .errors import (
     UnknownParameterError,
     UnsupportedParameterType,
 )
+from .limits import Limits
 from .templates import UriTemplate
 
 __version__ = "0.1.0"
@@ -26,6 +28,8 @@ __all__ = [
     "Context",
     "DefinitionError",
     "DuplicateResourceError",
+    "LimitExceeded",
+    "Limits",
     "MCPError",
     "MissingParameterError",
     "NotModified",

@@ -8,10 +8,15 @@ documented outcome for the client (README, "Limits"): a JSON-RPC error whose
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from typing import Any
+from collections import OrderedDict
+from typing import Any, TypeVar
 
-__all__ = ["Limits"]
+__all__ = ["Limits", "put_bounded"]
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -66,3 +71,18 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+
+
+def put_bounded(table: OrderedDict[K, V], key: K, value: V, max_items: int) -> None:
+    """``table[key] = value`` as the newest entry, forgetting the oldest past ``max_items``.
+
+    An ``OrderedDict``: a plain dict's oldest entry costs a scan over the holes its
+    deletions leave.  Safe from several threads: another one may have forgotten the
+    oldest (or this key) already.
+    """
+    table[key] = value
+    with contextlib.suppress(KeyError):
+        table.move_to_end(key)
+    if len(table) > max_items:
+        with contextlib.suppress(KeyError):
+            table.popitem(last=False)

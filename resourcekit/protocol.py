@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ from ._runner import ThreadRunner
 from .context import LEVEL_RANK
 from .eras import HANDSHAKE, STATELESS, Era, error_response
 from .errors import InvalidParams, InvalidRequest, MCPError, MethodNotFound, ParseError, UnsupportedVersion
+from .limits import put_bounded
 from .methods import NOTIFICATIONS, ON_CANCEL, PENDING, Subscriptions
 from .optin import OptIn
 from .versions import (
@@ -109,6 +111,14 @@ class Connection:
         self.log_level: str | None = None
         self.inflight: dict[Any, Request] = {}
         self.closed = False
+        # the version of each URI this session read last, so that a subscription starts from
+        # what the client holds; bounded, oldest forgotten first
+        self.seen: OrderedDict[str, str] = OrderedDict()
+        self._seen_max = server.app.limits.max_subscriptions
+
+    def remember(self, uri: str, version: str) -> None:
+        """This session was served ``version`` of ``uri`` (from any thread)."""
+        put_bounded(self.seen, uri, version, self._seen_max)
 
     # --- input -------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from .errors import (
     UnknownParameterError,
 )
 from .handler import DEFAULT_OPTIONS, Completer, Handler, Options, normalize_annotations
+from .limits import DEFAULT_LIMITS, Limits
 from .pagination import SeqIndex
 from .router import Router
 from .signature import Signature, inspect_handler
@@ -63,9 +64,10 @@ _GUESSABLE = frozenset({None, "application/octet-stream", "text/plain"})
 class Registry:
     """A set of MCP resources and templates (``App`` adds serving on top).
 
-    ``page_size`` bounds every list page; ``max_message_size`` bounds one
-    incoming message in bytes; ``ttl_ms`` and ``cache_scope`` are the caching
-    hints of 2026-07-28 results unless a resource says otherwise.
+    ``limits`` bounds everything a client can make the server hold or do
+    (``page_size``, ``max_message_size`` and ``max_workers`` are shorthands for
+    three of them); ``ttl_ms`` and ``cache_scope`` are the caching hints of
+    2026-07-28 results unless a resource says otherwise.
     """
 
     def __init__(
@@ -77,14 +79,17 @@ class Registry:
         title: str | None = None,
         website_url: str | None = None,
         icons: list[dict[str, Any]] | None = None,
-        page_size: int = 1000,
-        max_message_size: int = 4 * 1024 * 1024,
+        limits: Limits | None = None,
+        page_size: int | None = None,
+        max_message_size: int | None = None,
         ttl_ms: int = 0,
         cache_scope: str = "private",
-        max_workers: int = 32,
+        max_workers: int | None = None,
     ) -> None:
-        if page_size < 1:
+        if page_size is not None and page_size < 1:
             raise ValueError("page_size must be at least 1")
+        self.limits = (limits or DEFAULT_LIMITS).replace(
+            page_size=page_size, max_message_size=max_message_size, max_workers=max_workers)
         if cache_scope not in CACHE_SCOPES:
             raise ValueError(f"cache_scope must be one of {CACHE_SCOPES}")
         self.name = name
@@ -93,11 +98,8 @@ class Registry:
         self.title = title
         self.website_url = website_url
         self.icons = icons
-        self.page_size = page_size
-        self.max_message_size = max_message_size
         self.ttl_ms = ttl_ms
         self.cache_scope = cache_scope
-        self.max_workers = max_workers
         self.router = Router()
         self.resources: SeqIndex[Handler] = SeqIndex()
         self.templates: SeqIndex[Handler] = SeqIndex()
@@ -106,6 +108,18 @@ class Registry:
         self._sig_cache: dict[Any, tuple[Any, Signature]] = {}
         self._lock = threading.Lock()
         self._tracker: Tracker | None = None
+
+    @property
+    def page_size(self) -> int:
+        return self.limits.page_size
+
+    @property
+    def max_message_size(self) -> int:
+        return self.limits.max_message_size
+
+    @property
+    def max_workers(self) -> int:
+        return self.limits.max_workers
 
     # --- declaring -----------------------------------------------------------
 

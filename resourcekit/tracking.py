@@ -2,14 +2,17 @@
 
 A resource's version is the hash of what it serves.  ``notify_changed(uri)``
 only marks the URI dirty (from any thread, any number of times); one check on
-the event loop re-reads each dirty URI that somebody watches, compares the new
-version with the last one announced, and reports only a real change.  A
-thousand calls with unchanged content therefore report nothing, and a burst of
-changes costs one re-read per check.
+the event loop re-reads each dirty URI that somebody watches and reports the
+version it found; a burst of changes costs one re-read per check.
 
 The tracker knows no connection or request: whoever watches (a server's
-subscriptions) registers as a ``Reporter`` and hears ``changed(uri)`` and
-``list_changed()``.
+subscriptions) registers as a ``Reporter`` and hears ``changed(uri, version)``
+and ``list_changed()``; it compares the version with the one each subscriber
+last heard of, so a thousand calls with unchanged content tell nobody anything.
+
+What it remembers is bounded: the versions of concrete resources (as many as
+are registered), of watched URIs, and of at most ``MAX_INSTANCE_VERSIONS``
+template instances read lately (unknown query parameters make infinitely many).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import asyncio
 import hashlib
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -28,12 +32,13 @@ from .contents import combined_version, to_contents
 from .context import Context
 from .errors import ResourceNotFound
 from .handler import iter_lister_page
+from .limits import put_bounded
 
 if TYPE_CHECKING:
     from .handler import Handler
     from .registry import Registry
 
-__all__ = ["Reporter", "Tracker"]
+__all__ = ["GONE", "Reporter", "Tracker"]
 
 log = logging.getLogger("resourcekit")
 
@@ -47,7 +52,7 @@ class Reporter(Protocol):
     @property
     def runner(self) -> ThreadRunner: ...
 
-    def changed(self, uri: str) -> None: ...
+    def changed(self, uri: str, version: str) -> None: ...
 
     def list_changed(self) -> None: ...
 
@@ -55,8 +60,8 @@ class Reporter(Protocol):
 class Tracker:
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
-        self.versions: dict[str, str] = {}  # latest version served, shown in listings
-        self._announced: dict[str, str] = {}  # version reporters last heard of, per watched URI
+        self.versions: dict[str, str] = {}  # latest version served of concrete resources, shown in listings
+        self.instance_versions: OrderedDict[str, str] = OrderedDict()  # the same for template instances, bounded
         self._watched: dict[str, int] = {}  # URI -> how many subscribers watch it
         self._reporters: list[Reporter] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -66,7 +71,8 @@ class Tracker:
         self._list_scheduled = False
         self._list_force = False
         self._list_version: str | None = None
-        self._pollers: dict[str, asyncio.Task[None]] = {}
+        self._polled: dict[Handler, set[str]] = {}  # watched URIs of each handler with poll=
+        self._pollers: dict[Handler, asyncio.Task[None]] = {}
         self.checks = 0  # how many re-reads ran: visible to tests and benchmarks
 
     def attach(self, reporter: Reporter) -> None:
@@ -87,20 +93,34 @@ class Tracker:
     # --- versions ---------------------------------------------------------------
 
     def observe(self, uri: str, version: str) -> None:
-        self.versions[uri] = version
+        """``version`` was just served for ``uri`` (from any thread)."""
+        if uri in self.registry.router.exact:
+            self.versions[uri] = version
+            return
+        put_bounded(self.instance_versions, uri, version, MAX_INSTANCE_VERSIONS)
 
     def version(self, uri: str) -> str | None:
-        return self.versions.get(uri)
+        version = self.versions.get(uri)
+        return version if version is not None else self.instance_versions.get(uri)
+
+    def forget(self, uri: str) -> None:
+        self.versions.pop(uri, None)
+        self.instance_versions.pop(uri, None)
+
+    async def read_version(self, uri: str) -> str:
+        """Read ``uri`` now and hash what it serves (``GONE`` when nothing does)."""
+        try:
+            return await self._read_version_of(uri)
+        except ResourceNotFound:
+            return GONE
 
     # --- watching ------------------------------------------------------------------
 
     def watch(self, uri: str) -> None:
-        """One more subscriber of ``uri``; the first fixes the baseline and starts polling."""
+        """One more subscriber of ``uri``; the first starts polling it (``poll=``)."""
         count = self._watched.get(uri, 0)
         self._watched[uri] = count + 1
         if count == 0:
-            if uri not in self._announced:
-                self._schedule(uri, baseline=True)
             self._start_polling(uri)
 
     def unwatch(self, uri: str) -> None:
@@ -109,10 +129,7 @@ class Tracker:
             self._watched[uri] = count - 1
             return
         self._watched.pop(uri, None)
-        self._announced.pop(uri, None)
-        poller = self._pollers.pop(uri, None)
-        if poller is not None:
-            poller.cancel()
+        self._stop_polling(uri)
 
     def subscribers(self, uri: str) -> int:
         return self._watched.get(uri, 0)
@@ -122,12 +139,10 @@ class Tracker:
     def notify_changed(self, uri: str) -> None:
         self._schedule(uri)
 
-    def _schedule(self, uri: str, baseline: bool = False) -> None:
+    def _schedule(self, uri: str) -> None:
         loop = self._loop
         with self._lock:
             self._dirty.add(uri)
-            if baseline:
-                self._announced.setdefault(uri, _BASELINE)
             if self._check_scheduled or loop is None:
                 return
             self._check_scheduled = True
@@ -155,36 +170,26 @@ class Tracker:
                 if uri in self._watched:
                     watched.append(uri)
                 else:
-                    self.versions.pop(uri, None)  # nobody listens: forget, re-read lazily
+                    self.forget(uri)  # nobody listens: forget, re-read lazily
             # re-read concurrently: sync handlers spread over the worker threads
-            versions = await asyncio.gather(*(self._read_version(u) for u in watched), return_exceptions=True)
+            versions = await asyncio.gather(*(self.read_version(u) for u in watched), return_exceptions=True)
             for uri, version in zip(watched, versions, strict=True):
                 if isinstance(version, BaseException):
                     log.error("re-reading %s to check for changes failed", uri, exc_info=version)
                     continue
                 self.checks += 1
-                if version == _GONE:  # deleted: no version to show in listings
-                    self.versions.pop(uri, None)
+                if version == GONE:  # deleted: no version to show in listings; subscribers hear it once
+                    self.forget(uri)
                 else:
-                    self.versions[uri] = version
-                previous = self._announced.get(uri)
+                    self.observe(uri, version)
                 if uri in self._watched:
-                    self._announced[uri] = version
-                if previous is None or previous is _BASELINE or previous == version:
-                    continue
-                for reporter in list(self._reporters):
-                    reporter.changed(uri)
-
-    async def _read_version(self, uri: str) -> str:
-        try:
-            return await self._read_version_of(uri)
-        except ResourceNotFound:
-            return _GONE  # deleted: subscribers hear about it once, and the log stays quiet
+                    for reporter in list(self._reporters):
+                        reporter.changed(uri, version)
 
     async def _read_version_of(self, uri: str) -> str:
         match = self.registry.router.match(uri)
         if match is None:
-            return _GONE
+            return GONE
         handler = match.handler
         kwargs = match.kwargs
         if handler.sig.context_param is not None:
@@ -201,19 +206,34 @@ class Tracker:
 
     # --- polling ------------------------------------------------------------------
 
-    def _start_polling(self, uri: str) -> None:
-        if self._loop is None or uri in self._pollers:
-            return
-        match = self.registry.router.match(uri)
-        if match is None or match.handler.poll is None:
-            return
-        self._pollers[uri] = self._loop.create_task(self._poll(uri, match.handler))
+    # one task per handler, not per URI: a template with 1,000 watched instances is one timer
 
-    async def _poll(self, uri: str, handler: Handler) -> None:
+    def _start_polling(self, uri: str) -> None:
+        match = self.registry.router.match(uri)
+        if match is None or match.handler.poll is None or self._loop is None:
+            return
+        handler = match.handler
+        self._polled.setdefault(handler, set()).add(uri)
+        if handler not in self._pollers:
+            self._pollers[handler] = self._loop.create_task(self._poll(handler))
+
+    def _stop_polling(self, uri: str) -> None:
+        for handler, uris in list(self._polled.items()):
+            if uri in uris:
+                uris.discard(uri)
+                if not uris:
+                    del self._polled[handler]
+                    poller = self._pollers.pop(handler, None)
+                    if poller is not None:
+                        poller.cancel()
+                return
+
+    async def _poll(self, handler: Handler) -> None:
         assert handler.poll is not None
         while True:
             await asyncio.sleep(handler.poll)
-            self._schedule(uri)
+            for uri in list(self._polled.get(handler, ())):
+                self._schedule(uri)
 
     # --- the list --------------------------------------------------------------------
 
@@ -270,5 +290,6 @@ class Tracker:
         return digest.hexdigest()
 
 
-_BASELINE: Any = "<baseline pending>"
-_GONE = "<gone>"
+#: the version of a URI that nothing serves (deleted, or not found)
+GONE = "<gone>"
+MAX_INSTANCE_VERSIONS = 4096

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidParams
+from ..errors import InvalidParams, LimitExceeded
 
 if TYPE_CHECKING:
     from ..handler import Handler
     from ..protocol import Connection, Request
 
-__all__ = ["PENDING", "Method", "Notification", "cache_hints", "str_param"]
+__all__ = ["PENDING", "Method", "Notification", "cache_hints", "check_uri", "str_param", "uri_param"]
 
 PENDING: Any = object()
 
@@ -29,6 +29,18 @@ def str_param(req: Request, name: str) -> str:
     if not isinstance(value, str) or not value:
         raise InvalidParams(f"Invalid params: '{name}' must be a non-empty string", {"param": name})
     return value
+
+
+def uri_param(req: Request, name: str = "uri") -> str:
+    """A URI parameter, refused before any matching when it is over the length limit."""
+    return check_uri(req, str_param(req, name))
+
+
+def check_uri(req: Request, uri: str) -> str:
+    limit = req.conn.app.limits.max_uri_length
+    if len(uri) > limit:
+        raise LimitExceeded("max_uri_length", limit, f"Invalid params: URI longer than {limit} characters")
+    return uri
 
 
 def cache_hints(req: Request, result: dict[str, Any], handler: Handler | None = None) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from ..handler import Handler, iter_lister_page
 from ..optin import OptIn
 from ..pagination import decode_cursor, encode_cursor
 from ..versions import META_VERSION
-from ._base import PENDING, Method, cache_hints, str_param
+from ._base import PENDING, Method, cache_hints, uri_param
 from .children import children_from, listable, off_loop
 
 if TYPE_CHECKING:
@@ -47,8 +47,10 @@ def resource_wire(handler: Handler, versions: Mapping[str, str], uri: str | None
                   extra: Mapping[str, Any] | None = None, decorate: Decorate | None = None) -> dict[str, Any]:
     """A Resource object for ``uri`` (a concrete handler's own URI by default).
 
-    The common case is shared rather than copied: listing 100,000 resources is one dict
-    lookup each.  Callers that change the object take a copy (``fresh_resource``).
+    ``versions``: the tracker's ``versions`` for a concrete handler, its
+    ``instance_versions`` for a template.  The common case is shared rather than
+    copied: listing 100,000 resources is one dict lookup each.  Callers that change
+    the object take a copy (``fresh_resource``).
     """
     if handler.template is None and decorate is None and not handler.meta:
         version = versions.get(handler.uri)
@@ -77,8 +79,11 @@ def resource_wire(handler: Handler, versions: Mapping[str, str], uri: str | None
 
 def fresh_resource(handler: Handler, tracker: Tracker | None, uri: str) -> dict[str, Any]:
     """A Resource object for ``uri`` that the caller may change."""
-    versions = tracker.versions if tracker is not None else {}
-    return dict(resource_wire(handler, versions, uri if handler.template is not None else None))
+    if tracker is None:
+        return dict(resource_wire(handler, {}, uri if handler.template is not None else None))
+    if handler.template is None:
+        return dict(resource_wire(handler, tracker.versions))
+    return dict(resource_wire(handler, tracker.instance_versions, uri))
 
 
 def capabilities(is_listable: bool, subscribe: bool = True) -> dict[str, bool]:
@@ -156,7 +161,8 @@ def _in_worker(req: Request, page: Callable[[Request], dict[str, Any]]) -> Any:
 def _resources_page(req: Request, keep: Filter | None = None) -> dict[str, Any]:
     app = req.conn.app
     limit = app.page_size
-    versions = app.tracker.versions
+    tracker = app.tracker
+    versions = tracker.versions
     kind, numbers = ("r", [0])
     cursor = req.params.get("cursor")
     if cursor is not None:
@@ -181,6 +187,7 @@ def _resources_page(req: Request, keep: Filter | None = None) -> dict[str, Any]:
         kind, numbers = "l", [0, 0]
     # lister phase: numbers = [template seq whose instances we are in, offset]
     tseq, offset = numbers[0], numbers[1] if len(numbers) > 1 else 0
+    versions = tracker.instance_versions
     current = _template_at(req, tseq)
     while len(out) < limit:
         if current is None:
@@ -274,7 +281,7 @@ def last_segment(uri: str) -> str:
 
 def _children_page(req: Request) -> dict[str, Any]:
     """One page of a listable resource's direct children (in a worker)."""
-    uri = str_param(req, "uri")
+    uri = uri_param(req)
     keep = filter_for(req.params["filter"]) if "filter" in req.params else None
     offset = 0
     cursor = req.params.get("cursor")

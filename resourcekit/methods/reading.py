@@ -27,7 +27,7 @@ from ..context import Context
 from ..errors import InvalidParams, NotModified, ResourceNotFound
 from ..optin import FIELDS, SEP_2093
 from ..versions import META_VERSION
-from ._base import PENDING, Method, cache_hints, str_param
+from ._base import PENDING, Method, cache_hints, uri_param
 from .children import listable
 from .listing import capabilities, fresh_resource, last_segment, seed_fields
 
@@ -109,7 +109,7 @@ def _serve_listable(req: Request, uri: str, build: BuildListable, *, need_listab
 
 
 def read(req: Request) -> Any:
-    uri = str_param(req, "uri")
+    uri = uri_param(req)
     if req.optin.sep_2093:  # contents that carry Resource metadata
         return _serve_listable(req, uri, _read_result_sep_2093, need_listable=True)
     return serve(req, uri, read_result)
@@ -117,7 +117,11 @@ def read(req: Request) -> Any:
 
 def read_result(req: Request, handler: Handler, uri: str, value: Any) -> dict[str, Any]:
     contents = to_contents(uri, value, handler.mime_type)
-    req.conn.app.tracker.observe(uri, combined_version(contents))
+    version = combined_version(contents)
+    conn = req.conn
+    conn.app.tracker.observe(uri, version)
+    if not conn.stateless:
+        conn.remember(uri, version)
     wire = [c.to_wire(META_VERSION) for c in contents]
     return cache_hints(req, {"contents": wire}, handler)
 
@@ -169,7 +173,7 @@ def _content_size(content: Mapping[str, Any]) -> int:
 
 def metadata(req: Request) -> Any:
     """``resources/metadata {uri}`` → ``{resource}``, without reading the content."""
-    uri = str_param(req, "uri")
+    uri = uri_param(req)
     match = req.conn.app.router.match(uri)
     if match is None:
         raise ResourceNotFound(uri)
@@ -196,7 +200,7 @@ def metadata(req: Request) -> Any:
 
 def get(req: Request) -> Any:
     """``{resource, contents}`` in one call, with a conditional ``version``."""
-    uri = str_param(req, "uri")
+    uri = uri_param(req)
     known = req.params.get("version")
     if known is not None and not isinstance(known, str):
         raise InvalidParams("Invalid params: 'version' must be a string", {"param": "version"})
@@ -207,6 +211,8 @@ def get(req: Request) -> Any:
         version = combined_version(contents)
         tracker = req.conn.app.tracker
         tracker.observe(uri, version)
+        if not req.conn.stateless:
+            req.conn.remember(uri, version)
         if known == version:
             raise NotModified(uri, version)
         resource = fresh_resource(handler, tracker, uri)

@@ -2,26 +2,32 @@
 ``subscriptions/listen`` (2026-07-28), and the notifications they receive.
 
 ``Subscriptions`` is one server's table of subscribers: handshake sessions and
-listen streams.  The tracker decides *whether* a resource changed; it calls
-``changed(uri)`` / ``list_changed()`` here, and this module decides *who* is
-told and how: ``notifications/resources/updated``, then seed 000's
+listen streams.  The tracker re-reads what changed and calls ``changed(uri,
+version)`` / ``list_changed()`` here; this module decides *who* is told and how:
+``notifications/resources/updated``, then seed 000's
 ``notifications/resources/content_changed`` for subscribers that opted in.
+
+Exactly once: each subscriber keeps the version it last heard of per URI, and
+is told only when a re-read finds another.  That starting version is fixed
+before the subscription is confirmed: the version this session last read of
+the URI, else a read taken before the reply; so a change made right after
+``resources/subscribe`` (or an acknowledged ``subscriptions/listen``) is never
+lost.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidParams, ResourceNotFound
+from ..errors import InvalidParams, LimitExceeded, ResourceNotFound
 from ..optin import RESOURCES_GET, wants
 from ..versions import META_SUBSCRIPTION_ID
-from ._base import PENDING, Method, str_param
+from ._base import PENDING, Method, check_uri, str_param
 from .listing import fresh_resource, seed_fields
 
 if TYPE_CHECKING:
-    import asyncio
-
     from .._runner import ThreadRunner
     from ..protocol import Connection, Request, Server
 
@@ -42,7 +48,7 @@ class Subscriber:
         self.emit = emit
         self.list_changed = list_changed
         self.content_changed = content_changed  # opted in to seed 000's content_changed
-        self.uris: set[str] = set()
+        self.uris: dict[str, str] = {}  # URI -> the version this subscriber last heard of
 
 
 class Subscriptions:
@@ -66,11 +72,19 @@ class Subscriptions:
 
     # --- handshake sessions ----------------------------------------------------------------
 
-    def subscribe(self, conn: Connection, uri: str) -> None:
+    def count(self, conn: Connection) -> int:
+        return len(self.of(conn))
+
+    def of(self, conn: Connection) -> dict[str, str]:
+        """The URIs ``conn`` subscribed to, with the version it last heard of."""
+        sub = self._sessions.get(conn)
+        return sub.uris if sub is not None else {}
+
+    def subscribe(self, conn: Connection, uri: str, version: str) -> None:
         sub = self._sessions.get(conn)
         if sub is None:
             sub = self._sessions[conn] = Subscriber(conn.send, False, wants(conn.client_capabilities, RESOURCES_GET))
-        self._add(sub, uri)
+        self._add(sub, uri, version)
 
     def unsubscribe(self, conn: Connection, uri: str) -> None:
         sub = self._sessions.get(conn)
@@ -88,15 +102,26 @@ class Subscriptions:
 
     # --- 2026-07-28 listen streams -----------------------------------------------------------
 
-    def listen(self, req: Request) -> Any:
+    async def listen(self, req: Request) -> Any:
         wanted = req.params.get("notifications")
         if type(wanted) is not dict:
             raise InvalidParams("Invalid params: 'notifications' must be an object")
         uris = wanted.get("resourceSubscriptions", [])
         if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
             raise InvalidParams("Invalid params: resourceSubscriptions must be a list of URIs")
+        uris = list(dict.fromkeys(uris))
+        limit = self.server.app.limits.max_listen_uris
+        if len(uris) > limit:
+            raise LimitExceeded("max_listen_uris", limit, f"Invalid params: more than {limit} resourceSubscriptions")
+        router = self.server.app.router
+        for uri in uris:
+            if router.match(check_uri(req, uri)) is None:
+                raise ResourceNotFound(uri)
         list_changed = wanted.get("resourcesListChanged") is True
         subscription_id = req.id
+        versions = await self.starting_versions(None, uris)
+        if req.cancelled:
+            return PENDING
 
         def emit(message: dict[str, Any]) -> None:
             params = message.setdefault("params", {})
@@ -107,14 +132,25 @@ class Subscriptions:
         if list_changed:
             honoured["resourcesListChanged"] = True
         if uris:
-            honoured["resourceSubscriptions"] = list(dict.fromkeys(uris))
+            honoured["resourceSubscriptions"] = uris
         # the acknowledgement is the first message of the stream, before any update
         emit({"jsonrpc": "2.0", "method": ACKNOWLEDGED, "params": {"notifications": honoured}})
         sub = Subscriber(emit, list_changed, req.optin.resources_get)
         self._listens[req] = sub
-        for uri in dict.fromkeys(uris):
-            self._add(sub, uri)
+        for uri in uris:
+            self._add(sub, uri, versions[uri])
         return PENDING
+
+    async def starting_versions(self, conn: Connection | None, uris: list[str]) -> dict[str, str]:
+        """The version each subscriber starts from: the one the session last read, else read now."""
+        known = conn.seen if conn is not None else {}
+        versions = {uri: known[uri] for uri in uris if uri in known}
+        unknown = [uri for uri in uris if uri not in versions]
+        read = await asyncio.gather(*(self.tracker.read_version(uri) for uri in unknown))
+        versions.update(zip(unknown, read, strict=True))
+        for uri in versions.keys() - unknown:
+            self.tracker.notify_changed(uri)  # it may have changed since the session read it
+        return versions
 
     def end_listen(self, req: Request) -> None:
         sub = self._listens.pop(req, None)
@@ -130,17 +166,16 @@ class Subscriptions:
 
     # --- the table ----------------------------------------------------------------------------
 
-    def _add(self, sub: Subscriber, uri: str) -> None:
+    def _add(self, sub: Subscriber, uri: str, version: str) -> None:
         if uri in sub.uris:
             return
-        sub.uris.add(uri)
+        sub.uris[uri] = version
         self._by_uri.setdefault(uri, set()).add(sub)
         self.tracker.watch(uri)
 
     def _remove(self, sub: Subscriber, uri: str) -> None:
-        if uri not in sub.uris:
+        if sub.uris.pop(uri, None) is None:
             return
-        sub.uris.discard(uri)
         subscribers = self._by_uri.get(uri)
         if subscribers is not None:
             subscribers.discard(sub)
@@ -150,12 +185,15 @@ class Subscriptions:
 
     # --- what the tracker reports ---------------------------------------------------------------
 
-    def changed(self, uri: str) -> None:
-        """``uri`` has a new version: tell its subscribers."""
-        subscribers = list(self._by_uri.get(uri, ()))
-        for sub in subscribers:
-            sub.emit({"jsonrpc": "2.0", "method": UPDATED, "params": {"uri": uri}})
-        targets = [sub for sub in subscribers if sub.content_changed]
+    def changed(self, uri: str, version: str) -> None:
+        """``uri`` was re-read: tell each subscriber that heard of another version."""
+        told = []
+        for sub in list(self._by_uri.get(uri, ())):
+            if sub.uris.get(uri, version) != version:
+                sub.uris[uri] = version
+                sub.emit({"jsonrpc": "2.0", "method": UPDATED, "params": {"uri": uri}})
+                told.append(sub)
+        targets = [sub for sub in told if sub.content_changed]
         if targets:
             self._content_changed(uri, targets)
 
@@ -186,21 +224,27 @@ def _uris(req: Request) -> list[str]:
     """``uri``, or seed 000's ``uris`` list."""
     uris = req.params.get("uris")
     if uris is None:
-        return [str_param(req, "uri")]
+        return [check_uri(req, str_param(req, "uri"))]
     if not isinstance(uris, list) or not uris or not all(isinstance(u, str) and u for u in uris):
         raise InvalidParams("Invalid params: 'uris' must be a non-empty list of URIs", {"param": "uris"})
-    return uris
+    return [check_uri(req, uri) for uri in dict.fromkeys(uris)]
 
 
-def subscribe(req: Request) -> dict[str, Any]:
-    app = req.conn.app
+async def subscribe(req: Request) -> dict[str, Any]:
+    conn = req.conn
+    app = conn.app
     uris = _uris(req)
     for uri in uris:
         if app.router.match(uri) is None:
             raise ResourceNotFound(uri)
-    subscriptions = req.conn.server.subscriptions
+    subscriptions = conn.server.subscriptions
+    limit = app.limits.max_subscriptions
+    if subscriptions.count(conn) + len(uris) > limit and any(
+            uri not in subscriptions.of(conn) for uri in uris):
+        raise LimitExceeded("max_subscriptions", limit, f"Invalid params: more than {limit} subscriptions")
+    versions = await subscriptions.starting_versions(conn, uris)
     for uri in uris:
-        subscriptions.subscribe(req.conn, uri)
+        subscriptions.subscribe(conn, uri, versions[uri])
     return {}
 
 
@@ -211,8 +255,8 @@ def unsubscribe(req: Request) -> dict[str, Any]:
     return {}
 
 
-def listen(req: Request) -> Any:
-    return req.conn.server.subscriptions.listen(req)
+async def listen(req: Request) -> Any:
+    return await req.conn.server.subscriptions.listen(req)
 
 
 def _end_listen(req: Request) -> None:
