@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import decimal
 import enum
+import re
 import types
 import typing
 import uuid
@@ -19,6 +20,12 @@ from typing import Any, Literal, get_args, get_origin
 
 __all__ = ["Convertor", "convertor_for"]
 
+# ASCII digits only: int(), float(), Decimal() and the date and UUID parsers also read
+# other scripts' digits (Arabic-Indic one is 1), which would give one resource two URIs
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+# Decimal("1e999999999") is finite, but int() or quantize() of it exhausts memory
+_DECIMAL_EXPONENT = 1000
+_DECIMAL_DIGITS = 400
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
 
@@ -59,12 +66,14 @@ def _format_bool(value: bool) -> str:
 
 def _parse_int(value: str) -> int:
     # int() accepts "_" separators and surrounding blanks; a URI segment should not.
-    if not value or not (value.isdigit() or (value[0] in "+-" and value[1:].isdigit())):
+    if not value or not value.isascii() or not (value.isdigit() or (value[0] in "+-" and value[1:].isdigit())):
         raise ValueError(f"not an integer: {value!r}")
     return int(value)
 
 
 def _parse_float(value: str) -> float:
+    if not _NUMBER.fullmatch(value):
+        raise ValueError(f"not a number: {value!r}")
     result = float(value)
     if result != result or result in (float("inf"), float("-inf")):
         raise ValueError(f"not a finite number: {value!r}")
@@ -72,13 +81,23 @@ def _parse_float(value: str) -> float:
 
 
 def _parse_decimal(value: str) -> decimal.Decimal:
-    try:
-        result = decimal.Decimal(value)
-    except decimal.InvalidOperation:
-        raise ValueError(f"not a decimal: {value!r}") from None
-    if not result.is_finite():
-        raise ValueError(f"not a finite decimal: {value!r}")
+    if not _NUMBER.fullmatch(value):
+        raise ValueError(f"not a decimal: {value!r}")
+    result = decimal.Decimal(value)
+    digits, exponent = len(result.as_tuple().digits), result.as_tuple().exponent
+    assert isinstance(exponent, int)  # finite: _NUMBER has no "inf" or "nan"
+    if digits > _DECIMAL_DIGITS or abs(exponent) > _DECIMAL_EXPONENT or abs(result.adjusted()) > _DECIMAL_EXPONENT:
+        raise ValueError(f"decimal out of range: {value!r}")
     return result
+
+
+def _ascii(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    def parse_ascii(value: str) -> Any:
+        if not value.isascii():
+            raise ValueError(f"not ASCII: {value!r}")
+        return parse(value)
+
+    return parse_ascii
 
 
 def _enum_convertor(cls: type[enum.Enum]) -> Convertor:
@@ -114,9 +133,9 @@ _SIMPLE: dict[Any, Convertor] = {
     int: Convertor(int, _parse_int),
     float: Convertor(float, _parse_float, repr),
     bool: Convertor(bool, _parse_bool, _format_bool, choices=("true", "false")),
-    uuid.UUID: Convertor(uuid.UUID, uuid.UUID),
-    _dt.date: Convertor(_dt.date, _dt.date.fromisoformat, _dt.date.isoformat),
-    _dt.datetime: Convertor(_dt.datetime, _dt.datetime.fromisoformat, _dt.datetime.isoformat),
+    uuid.UUID: Convertor(uuid.UUID, _ascii(uuid.UUID)),
+    _dt.date: Convertor(_dt.date, _ascii(_dt.date.fromisoformat), _dt.date.isoformat),
+    _dt.datetime: Convertor(_dt.datetime, _ascii(_dt.datetime.fromisoformat), _dt.datetime.isoformat),
     decimal.Decimal: Convertor(decimal.Decimal, _parse_decimal),
     Any: Convertor(Any, str),
 }

@@ -23,54 +23,58 @@ T = TypeVar("T")
 
 
 class SeqIndex(Generic[T]):
-    """Items in insertion order, removable, pageable by sequence number."""
+    """Items in insertion order, removable, pageable by sequence number.
 
-    __slots__ = ("_dead", "_items", "_seqs")
+    Writers (serialised by the caller) may run while ``page`` runs in other threads:
+    the (seq, item) pairs live in one list that a writer only appends to, updates one
+    slot of, or replaces whole, so a reader that took the list sees each pair whole.
+    """
+
+    __slots__ = ("_dead", "_entries")
 
     def __init__(self) -> None:
-        self._seqs: list[int] = []
-        self._items: list[T | None] = []
+        self._entries: list[tuple[int, T | None]] = []
         self._dead = 0
 
     def append(self, seq: int, item: T) -> None:
-        if self._seqs and seq <= self._seqs[-1]:
+        entries = self._entries
+        if entries and seq <= entries[-1][0]:
             raise ValueError("sequence numbers must increase")
-        self._seqs.append(seq)
-        self._items.append(item)
+        entries.append((seq, item))
 
     def remove(self, seq: int) -> None:
-        i = bisect_right(self._seqs, seq) - 1
-        if i >= 0 and self._seqs[i] == seq and self._items[i] is not None:
-            self._items[i] = None
+        entries = self._entries
+        i = bisect_right(entries, seq, key=_seq) - 1
+        if i >= 0 and entries[i][0] == seq and entries[i][1] is not None:
+            entries[i] = (seq, None)
             self._dead += 1
-            if self._dead > 64 and self._dead * 2 > len(self._seqs):
-                self._compact()
-
-    def _compact(self) -> None:
-        live = [(s, x) for s, x in zip(self._seqs, self._items, strict=True) if x is not None]
-        self._seqs = [s for s, _ in live]
-        self._items = [x for _, x in live]
-        self._dead = 0
+            if self._dead > 64 and self._dead * 2 > len(entries):
+                self._entries = [e for e in entries if e[1] is not None]
+                self._dead = 0
 
     def __len__(self) -> int:
-        return len(self._seqs) - self._dead
+        return len(self._entries) - self._dead
 
     def __iter__(self) -> Iterator[T]:
-        return (x for x in self._items if x is not None)
+        return (x for _, x in self._entries if x is not None)
 
     def page(self, after: int, limit: int) -> tuple[list[tuple[int, T]], bool]:
         """Up to ``limit`` live (seq, item) pairs with seq > ``after``, and whether more follow."""
-        i = bisect_right(self._seqs, after)
+        entries = self._entries
+        i, n = bisect_right(entries, after, key=_seq), len(entries)
         out: list[tuple[int, T]] = []
-        seqs, items, n = self._seqs, self._items, len(self._seqs)
         while i < n:
-            item = items[i]
+            seq, item = entries[i]
             if item is not None:
                 if len(out) == limit:
                     return out, True
-                out.append((seqs[i], item))
+                out.append((seq, item))
             i += 1
         return out, False
+
+
+def _seq(entry: tuple[int, object]) -> int:
+    return entry[0]
 
 
 def encode_cursor(kind: str, *numbers: int) -> str:

@@ -5,6 +5,11 @@ and whose values convert, the most specific (``UriTemplate.specificity``),
 then the first registered.  Templates are indexed by their literal prefix cut
 at its last ``/`` or ``:``, so a lookup probes one bucket per such boundary of
 the URI (a handful of dict lookups) instead of scanning every template.
+
+A URI longer than ``max_uri_length`` matches nothing.  Registration may happen at
+run time from any thread while other threads match: ``add`` and ``remove`` never
+change a bucket or the set of key lengths in place, they build new ones and swap
+them in, so a reader sees either the old or the new table, never a half-sorted one.
 """
 
 from __future__ import annotations
@@ -19,6 +24,9 @@ __all__ = ["Match", "Router"]
 
 _CUTS = "/:"
 _CACHE_SIZE = 4096
+# clients re-read short URIs; a long one is rarely read twice, and 4096 of them would
+# pin gigabytes
+_CACHE_URI_LENGTH = 256
 
 
 def _index_key(literal_prefix: str) -> str:
@@ -36,16 +44,18 @@ class Match:
 
 
 class Router:
-    __slots__ = ("_buckets", "_cache", "_canonical", "_key_lengths", "exact", "templates")
+    __slots__ = ("_buckets", "_cache", "_canonical", "_key_lengths", "exact", "max_uri_length", "templates")
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_uri_length: int = 8192) -> None:
+        self.max_uri_length = max_uri_length
         self.exact: dict[str, Handler] = {}
         self.templates: dict[str, Handler] = {}  # by template string
         self._canonical: dict[str, Handler] = {}
-        self._buckets: dict[str, list[Handler]] = {}
-        self._key_lengths: set[int] = set()  # which prefix lengths have a bucket
+        self._buckets: dict[str, list[Handler]] = {}  # each list is replaced, never changed
+        self._key_lengths: frozenset[int] = frozenset()  # which prefix lengths have a bucket
         # recently matched template URIs: clients re-read the same URIs, and a hit skips
-        # the regex and the conversions (cleared whenever a template comes or goes)
+        # the regex and the conversions.  Replaced (not cleared) whenever a template comes
+        # or goes, so a match computed against the old table lands in the dropped dict
         self._cache: dict[str, tuple[Handler, dict[str, Any], dict[str, Any]]] = {}
 
     def check_new(self, handler: Handler) -> None:
@@ -66,12 +76,10 @@ class Router:
             return
         self.templates[handler.uri] = handler
         self._canonical[template.canonical] = handler
-        self._cache.clear()
         key = _index_key(template.literal_prefix)
-        bucket = self._buckets.setdefault(key, [])
-        bucket.append(handler)
-        bucket.sort(key=_precedence)
-        self._key_lengths.add(len(key))
+        self._buckets[key] = sorted([*self._buckets.get(key, ()), handler], key=_precedence)
+        self._key_lengths = self._key_lengths | {len(key)}
+        self._cache = {}
 
     def remove(self, handler: Handler) -> None:
         template = handler.template
@@ -83,14 +91,15 @@ class Router:
             return
         del self.templates[handler.uri]
         del self._canonical[template.canonical]
-        self._cache.clear()
         key = _index_key(template.literal_prefix)
-        bucket = self._buckets[key]
-        bucket.remove(handler)
-        if not bucket:
+        bucket = [h for h in self._buckets[key] if h is not handler]
+        if bucket:
+            self._buckets[key] = bucket
+        else:
             del self._buckets[key]
             if not any(len(k) == len(key) for k in self._buckets):
-                self._key_lengths.discard(len(key))
+                self._key_lengths = self._key_lengths - {len(key)}
+        self._cache = {}
 
     def candidates(self, uri: str) -> list[Handler]:
         """Templates that may match ``uri``, in precedence order."""
@@ -115,12 +124,15 @@ class Router:
         return found
 
     def match(self, uri: str) -> Match | None:
+        if len(uri) > self.max_uri_length:
+            return None
         handler = self.exact.get(uri)
         if handler is not None:
             return Match(handler, {}, {})
-        hit = self._cache.get(uri)
+        cache = self._cache
+        hit = cache.get(uri)
         if hit is not None:
-            return Match(hit[0], dict(hit[1]), hit[2])
+            return Match(hit[0], _copied(hit[1]), _copied(hit[2]))
         for handler in self.candidates(uri):
             assert handler.template is not None
             raw = handler.template.match(uri)
@@ -130,15 +142,28 @@ class Router:
                 kwargs = handler.convert(raw)
             except (ValueError, TypeError, ArithmeticError):
                 continue  # does not convert: this template does not match, try the next
-            if len(self._cache) >= _CACHE_SIZE:
-                self._cache.clear()
-            self._cache[uri] = (handler, dict(kwargs), raw)
+            if len(uri) <= _CACHE_URI_LENGTH:
+                if len(cache) >= _CACHE_SIZE:
+                    cache.clear()
+                # the handler gets its own lists, so one that mutates its argument cannot
+                # change what the next request receives
+                cache[uri] = (handler, _copied(kwargs), _copied(raw))
             return Match(handler, kwargs, raw)
         return None
+
+    def forget(self, uri: str) -> None:
+        """Drop ``uri`` from the match cache: for a URI its handler answered not-found,
+        which would otherwise hold a slot that no later read profits from."""
+        self._cache.pop(uri, None)
 
     def __iter__(self) -> Iterator[Handler]:
         yield from self.exact.values()
         yield from self.templates.values()
+
+
+def _copied(values: dict[str, Any]) -> dict[str, Any]:
+    """A copy whose lists are copies too (converted values are otherwise immutable)."""
+    return {k: list(v) if isinstance(v, list) else v for k, v in values.items()}
 
 
 def _precedence(handler: Handler) -> tuple[Any, int]:

@@ -28,10 +28,21 @@ Matching accepts what expansion writes, plus the raw forms hand-written URIs use
   expansion writes it).  Values come back percent-decoded (UTF-8); exploded variables as
   ``list[str]``, all others as ``str``.
 
+How a URI splits between variables.  Where a value may hold what follows it (``:`` in
+``db://{host}:{port}``, ``-`` in ``log://{date}-{level}``, ``/`` in ``{+dir}/{+file}``,
+adjacent expressions like ``{a}{b}{c}``), each expression, left to right, takes the
+longest value for which the rest of the template can still match: ``db://a:b:c`` gives
+host ``a:b`` and port ``c``; ``x://{a}{b}{c}`` against ``x://abcd`` gives ``ab``, ``c``,
+``d``.  This is the split a backtracking regex makes, but it is found in time linear in
+the URI's length whatever the template: templates where no value can run into what
+follows it use their regex (which then never backtracks more than one step), the others
+a scanner that first marks, right to left, every position from which the rest of the
+template matches, then lets each part take its longest value ending at such a mark.
+
 ``match(expand(**v)) == v`` holds except where the URI cannot tell (the ambiguous cases):
 
-* adjacent expressions with no literal between them (``{a}{b}``, ``{a}{.b}``): the first
-  takes all it can;
+* adjacent expressions with no literal between them (``{a}{b}``, ``{a}{.b}``), or a value
+  that may hold the literal after it: the first takes all it can (see above);
 * empty strings, lists and maps: ``{x}``, ``{.x}``, ``{/x}`` expand ``""`` to nothing or
   a bare prefix, and RFC 6570 treats empty lists and maps as undefined;
 * ``{+x}``/``{#x}`` values holding ``%XX`` (kept raw, then decoded) or ``#`` (``{+x}``),
@@ -233,16 +244,20 @@ def _refuse_varname(template: str, name: str, at: int) -> None:
 
 # --- matching --------------------------------------------------------------------------
 
-# how match() reads a regex group
+# how match() reads a group
 _SCALAR, _NAMED, _LIST, _NAMED_LIST, _QUERY = range(5)
 _PCT = "%[0-9A-Fa-f]{2}"
 # one character under a prefix ':n': a UTF-8 sequence of triplets counts once
 _PCT_CHAR = "%[0-7][0-9A-Fa-f]|%[C-Fc-f][0-9A-Fa-f](?:%[89ABab][0-9A-Fa-f]){1,3}"
+_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+_HEX = "0123456789ABCDEFabcdef"
+_ASCII = frozenset(map(chr, range(128)))
+_NOT_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
 @functools.cache
-def _value_regex(operator: str, without_sep: bool, has_query: bool, in_query: bool, prefix: int | None) -> str:
-    """The pattern of one non-empty value (no groups)."""
+def _value_chars(operator: str, without_sep: bool, has_query: bool, in_query: bool) -> str:
+    """The characters a value holds raw, besides percent-encoded triplets."""
     op = _OPS[operator]
     if op.reserved:
         allowed = set("-._~" + _RESERVED)
@@ -256,24 +271,371 @@ def _value_regex(operator: str, without_sep: bool, has_query: bool, in_query: bo
         allowed -= {"&", "#"}
     if without_sep:
         allowed.discard(op.sep)
-    chars = "A-Za-z0-9" + "".join(re.escape(c) for c in sorted(allowed))
+    return _ALNUM + "".join(sorted(allowed))
+
+
+@functools.cache
+def _value_regex(chars: str, prefix: int | None) -> str:
+    """The pattern of one non-empty value (no groups)."""
+    cls = "A-Za-z0-9" + "".join(re.escape(c) for c in chars[len(_ALNUM) :])
     if prefix is None:
-        # ``(?:[chars]|%XX)+`` unrolled: one way to read each character, half the time
-        return f"(?=[{chars}]|{_PCT})[{chars}]*(?:{_PCT}[{chars}]*)*"
-    return f"(?:[{chars}]|{_PCT_CHAR}){{1,{prefix}}}"
+        # ``(?:[chars]|%XX)+`` unrolled: one way to read each character, half the time.  The
+        # first character is consumed, not looked ahead at: a lookahead lets the value be
+        # empty whenever what follows it could start one (``x://{a}:{b}`` matched ``x://:b``)
+        return f"(?:[{cls}]|{_PCT})[{cls}]*(?:{_PCT}[{cls}]*)*"
+    return f"(?:[{cls}]|{_PCT_CHAR}){{1,{prefix}}}"
+
+
+# Linear matching for templates where a value could also take what follows it
+# (``{a}:{b}`` with ':' allowed in a).  A backtracking regex tries every split there,
+# which costs O(n^k) on a URI that fails.  The scanner finds the regex's own answer
+# in two passes instead: right to left, the set of positions from which the rest of
+# the template matches (one big-int bitset per part: bit ``end - i`` is position i);
+# then left to right, each part takes the longest value that ends in the next part's
+# set.  That is the split the regex returns, because every part, like its regex,
+# prefers a longer value to a shorter one.  Runs of a character class are filled with
+# one addition: a carry walks left through a run of ones from each place a value may end.
+
+
+def _fill(run: int, ends: int) -> int:
+    """The bits of ``run`` from each bit of ``ends`` leftwards to the end of its run of ones."""
+    return (((run + ends) ^ run) | ends) & run
+
+
+@functools.cache
+def _table(chars: str, negate: bool = False) -> bytes:
+    inside, outside = (b"0", b"1") if negate else (b"1", b"0")
+    return b"".join(inside if chr(c) in chars else outside for c in range(256))
+
+
+class _Scan:
+    """One URI (the part after the literal prefix) as bitsets of its positions."""
+
+    __slots__ = ("end", "full", "masks", "mid", "pct", "raw", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.end = len(text)
+        self.full = (1 << (self.end + 1)) - 1
+        ascii_text = text if text.isascii() else _NOT_ASCII.sub("\x7f", text)
+        # one byte more, matched by no value, so that position ``end`` has a bit too
+        self.raw = ascii_text.encode("ascii") + b"\x7f"
+        self.masks: dict[str, int] = {}
+        hexdigit = self.mask(_HEX)
+        self.pct = self.mask("%") & (hexdigit << 1) & (hexdigit << 2)  # '%' that starts a triplet
+        self.mid = (self.pct >> 1) | (self.pct >> 2)  # inside a triplet: no value ends there
+
+    def mask(self, chars: str) -> int:
+        bits = self.masks.get(chars)
+        if bits is None:
+            bits = self.masks[chars] = int(self.raw.translate(_table(chars)), 2)
+        return bits
+
+    def not_hash(self) -> int:
+        bits = self.masks.get("")
+        if bits is None:
+            bits = self.masks[""] = int(self.raw.translate(_table("#", True)), 2)
+        return bits
+
+    def string(self, bits: int) -> str:
+        """The bitset as a string of '0' and '1' indexed by position."""
+        return format(bits & self.full, "b").zfill(self.end + 1)
+
+
+class _Part:
+    """One piece of a compiled template, for the scanner.
+
+    ``starts(scan, after)``: the positions from which this part, then the rest (which
+    matches from every position in ``after``), matches.  ``step(scan, at, after)``: the
+    end the regex would choose from ``at`` (a position in ``starts``) and the group.
+    ``first``: characters that may begin it, ``cont``: characters that may extend it past
+    one of its ends, ``nullable``: whether it may be empty.
+    """
+
+    __slots__ = ("cont", "first")
+    group = True
+    nullable = False
+    first: frozenset[str]
+    cont: frozenset[str]
+
+    def starts(self, scan: _Scan, after: int) -> int:
+        raise NotImplementedError
+
+    def step(self, scan: _Scan, at: int, after: int) -> tuple[int, str | None]:
+        raise NotImplementedError
+
+
+class _Literal(_Part):
+    __slots__ = ("text",)
+    group = False
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.first = frozenset(text[0])
+        self.cont = frozenset()
+
+    def starts(self, scan: _Scan, after: int) -> int:
+        text = self.text
+        found = scan.mask(text[0])
+        for offset in range(1, len(text)):
+            found &= scan.mask(text[offset]) << offset
+        return found & (after << len(text))
+
+    def step(self, scan: _Scan, at: int, after: int) -> tuple[int, str | None]:
+        return at + len(self.text), None
+
+
+class _Value(_Part):
+    """A value without prefix: a run of its characters and triplets."""
+
+    __slots__ = ("chars", "regex")
+
+    def __init__(self, chars: str) -> None:
+        self.chars = chars
+        self.regex = re.compile(_value_regex(chars, None))
+        self.first = self.cont = frozenset(chars + "%")
+
+    def ends(self, scan: _Scan, after: int) -> int:
+        return after & ~scan.mid
+
+    def run(self, scan: _Scan) -> int:
+        return scan.mask(self.chars) | scan.pct
+
+    def starts(self, scan: _Scan, after: int) -> int:
+        run = self.run(scan)
+        return _fill(run, (self.ends(scan, after) << 1) & run)
+
+    def step(self, scan: _Scan, at: int, after: int) -> tuple[int, str | None]:
+        found = self.regex.match(scan.text, at)
+        assert found is not None
+        end = scan.string(self.ends(scan, after)).rfind("1", at + 1, found.end() + 1)
+        return end, scan.text[at:end]
+
+
+class _List(_Value):
+    """An exploded value: values (without ``sep``) joined by single ``sep``."""
+
+    __slots__ = ("sep",)
+
+    def __init__(self, chars: str, sep: str) -> None:
+        super().__init__(chars)
+        self.sep = sep
+        value = _value_regex(chars, None)
+        self.regex = re.compile(f"{value}(?:{re.escape(sep)}{value})*")
+        self.cont = self.cont | {sep}
+
+    def ends(self, scan: _Scan, after: int) -> int:
+        return after & ~scan.mid & ~(scan.mask(self.sep) >> 1)
+
+    def run(self, scan: _Scan) -> int:
+        sep = scan.mask(self.sep)
+        return (scan.mask(self.chars) | scan.pct | sep) & ~(sep & (sep >> 1))  # a second sep in a row ends it
+
+    def starts(self, scan: _Scan, after: int) -> int:
+        return super().starts(scan, after) & ~scan.mask(self.sep)
+
+
+class _Prefixed(_Part):
+    """A value under a prefix ``:n``: 1 to n characters, a UTF-8 sequence of triplets counting once."""
+
+    __slots__ = ("limit", "runs", "token")
+
+    def __init__(self, chars: str, limit: int) -> None:
+        cls = "A-Za-z0-9" + "".join(re.escape(c) for c in chars[len(_ALNUM) :])
+        self.token = re.compile(f"[{cls}]|{_PCT_CHAR}")
+        self.runs = re.compile(f"(?:[{cls}]|{_PCT_CHAR})+")
+        self.limit = limit
+        self.first = self.cont = frozenset(chars + "%")
+
+    def starts(self, scan: _Scan, after: int) -> int:
+        ends = scan.string(after)
+        text, limit = scan.text, self.limit
+        found = bytearray(b"0" * (scan.end + 1))
+        for run in self.runs.finditer(text):
+            heads: list[int] = []
+            good: list[bool] = []
+            for token in self.token.finditer(text, run.start(), run.end()):
+                head, stop = token.span()
+                heads.append(head)
+                # a sequence of triplets may also end after any of its continuation bytes
+                good.append(ends[stop] == "1" or (stop - head > 6 and "1" in ends[head + 6 : stop : 3]))
+            nearest = len(heads) + limit  # the first token at or after i that can end the value
+            for i in range(len(heads) - 1, -1, -1):
+                if good[i]:
+                    nearest = i
+                if nearest - i < limit:
+                    found[heads[i]] = 49  # '1'
+        return int(found, 2)
+
+    def step(self, scan: _Scan, at: int, after: int) -> tuple[int, str | None]:
+        ends = scan.string(after)
+        text, best, head = scan.text, -1, at
+        for _ in range(self.limit):
+            token = self.token.match(text, head)
+            if token is None:
+                break
+            stop = token.end()
+            for end in range(head + 6, stop + 1, 3) if stop - head > 6 else (stop,):
+                if ends[end] == "1":
+                    best = end
+            head = stop
+        return best, text[at:best]
+
+
+class _Assigned(_Part):
+    """``(?:=value)?`` after a named variable's name."""
+
+    __slots__ = ("value",)
+    nullable = True
+
+    def __init__(self, value: _Value | _Prefixed) -> None:
+        self.value = value
+        self.first = frozenset("=")
+        self.cont = self.first | value.cont
+
+    def starts(self, scan: _Scan, after: int) -> int:
+        return after | (scan.mask("=") & (self.value.starts(scan, after) << 1))
+
+    def step(self, scan: _Scan, at: int, after: int) -> tuple[int, str | None]:
+        if scan.text.startswith("=", at) and (self.value.starts(scan, after) >> (scan.end - at - 1)) & 1:
+            return self.value.step(scan, at + 1, after)
+        return at, None
+
+
+class _NamedList(_Part):
+    """``name(?:=value)?`` items joined by ``sep`` (``{;x*}``); neither name nor value holds ``sep``."""
+
+    __slots__ = ("assigned", "name", "sep", "value")
+
+    def __init__(self, name: str, sep: str, value: _Value) -> None:
+        self.name = _Literal(name)
+        self.sep = sep
+        self.value = value
+        self.assigned = _Assigned(value)
+        self.first = self.name.first
+        self.cont = self.assigned.cont | {sep}
+
+    def _items(self, scan: _Scan, after: int) -> int:
+        return self.name.starts(scan, self.assigned.starts(scan, after))
+
+    def starts(self, scan: _Scan, after: int) -> int:
+        last = self._items(scan, after)
+        inner = self._items(scan, scan.mask(self.sep))  # items that end at a separator
+        last_s, inner_s = scan.string(last), scan.string(inner)
+        text, sep = scan.text, self.sep
+        # right to left over the separators: does an item after this one lead to the end?
+        chained = bytearray(b"0" * (scan.end + 1))
+        upper, upper_ok = -1, False
+        here = text.rfind(sep)
+        while True:
+            if upper_ok:
+                chained[here + 1 : upper] = b"1" * (upper - here - 1)
+            if here < 0:
+                break
+            upper_ok = last_s[here + 1] == "1" or (inner_s[here + 1] == "1" and upper_ok)
+            upper, here = here, text.rfind(sep, 0, here)
+        return last | (inner & int(chained, 2))
+
+    def step(self, scan: _Scan, at: int, after: int) -> tuple[int, str | None]:
+        ends, value_ends = scan.string(after), scan.string(after & ~scan.mid)
+        text, name, sep = scan.text, self.name.text, self.sep
+        regex = self.value.regex
+        best, head = -1, at
+        while True:  # ends only grow along the items, so the last one found is the longest
+            stop = head + len(name)
+            if ends[stop] == "1":
+                best = stop
+            if text.startswith("=", stop) and (found := regex.match(text, stop + 1)) is not None:
+                stop = found.end()
+                end = value_ends.rfind("1", head + len(name) + 2, stop + 1)
+                if end >= 0:
+                    best = end
+            if not (text.startswith(sep, stop) and text.startswith(name, stop + 1)):
+                return best, text[at:best]
+            head = stop + 1
+
+
+class _Query(_Part):
+    """``(?:lead([^#]*))?``: the whole query string, read apart later."""
+
+    __slots__ = ("lead", "optional")
+    nullable = True
+
+    def __init__(self, lead: str, optional: bool) -> None:
+        self.lead = lead
+        self.optional = optional  # the lead itself may be missing
+        self.first = _ASCII if optional else frozenset(lead)
+        self.cont = _ASCII - {"#"}
+
+    def starts(self, scan: _Scan, after: int) -> int:
+        free = scan.not_hash()
+        content = after | _fill(free, (after << 1) & free)
+        found = after | (scan.mask(self.lead) & (content << 1))
+        return found | content if self.optional else found
+
+    def step(self, scan: _Scan, at: int, after: int) -> tuple[int, str | None]:
+        text, ends = scan.text, scan.string(after)
+        stop = text.find("#", at)
+        stop = len(text) if stop < 0 else stop
+        if at < stop and text[at] in self.lead:
+            end = ends.rfind("1", at + 1, stop + 1)
+            if end >= 0:
+                return end, text[at + 1 : end]
+        if self.optional:
+            end = ends.rfind("1", at, stop + 1)
+            if end >= 0:
+                return end, text[at:end]
+        return at, None
+
+
+class _Scanner:
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: list[_Part]) -> None:
+        self.parts = tuple(parts)
+
+    def groups(self, text: str) -> tuple[str | None, ...] | None:
+        """The regex's groups for ``text``, or None where the regex would not match."""
+        scan = _Scan(text)
+        parts = self.parts
+        after = [0] * len(parts) + [1]  # bit 0 is position ``end``
+        for index in range(len(parts) - 1, -1, -1):
+            after[index] = parts[index].starts(scan, after[index + 1])
+        if not after[0] >> scan.end:
+            return None
+        groups: list[str | None] = []
+        at = 0
+        for index, part in enumerate(parts):
+            at, group = part.step(scan, at, after[index + 1])
+            if part.group:
+                groups.append(group)
+        return tuple(groups)
+
+
+def _unambiguous(parts: list[_Part]) -> bool:
+    """Whether no part can extend into what may follow it: then the regex never backtracks
+    more than a character into a value, and is linear."""
+    follow: frozenset[str] = frozenset()
+    for part in reversed(parts):
+        if part.cont & follow:
+            return False
+        follow = part.first | follow if part.nullable else part.first
+    return True
 
 
 class _Compiler:
-    """Turns the parts after the literal prefix into a regex source and its group table."""
+    """Turns the parts after the literal prefix into a regex source, its group table and scanner parts."""
 
     def __init__(self, has_query: bool, in_query: bool) -> None:
         self.has_query = has_query
         self.in_query = in_query  # after a literal '?', '&' ends a value
         self.source: list[str] = []
         self.slots: list[tuple[str, int, str]] = []  # (name, how to read it, separator) per group
+        self.parts: list[_Part] = []
 
     def literal(self, text: str) -> None:
         self.source.append(re.escape(text))
+        self.parts.append(_Literal(text))
         self.in_query = self.in_query or "?" in text
 
     def expression(self, expression: _Expression) -> None:
@@ -281,28 +643,42 @@ class _Compiler:
         several = len(expression.variables) > 1
         sep = re.escape(op.sep)
         for index, variable in enumerate(expression.variables):
-            lead = re.escape(op.first if index == 0 else op.sep)
-            value = _value_regex(expression.operator, op.named or several or variable.explode,
-                                 self.has_query, self.in_query, variable.prefix)
+            lead = op.first if index == 0 else op.sep
+            chars = _value_chars(expression.operator, op.named or several or variable.explode,
+                                 self.has_query, self.in_query)
+            value = _value_regex(chars, variable.prefix)
+            part: _Value | _Prefixed = (_Value(chars) if variable.prefix is None
+                                        else _Prefixed(chars, variable.prefix))
             name = variable.name
             if op.named:
                 if variable.explode:
                     item = f"{re.escape(name)}(?:={value})?"
-                    self.source.append(f"{lead}({item}(?:{sep}{item})*)")
+                    self.source.append(f"{re.escape(lead)}({item}(?:{sep}{item})*)")
                     self.slots.append((name, _NAMED_LIST, op.sep))
+                    self._parts(lead, _NamedList(name, op.sep, _Value(chars)))
                 else:
-                    self.source.append(f"{lead}{re.escape(name)}(?:=({value}))?")
+                    self.source.append(f"{re.escape(lead + name)}(?:=({value}))?")
                     self.slots.append((name, _NAMED, op.sep))
+                    self._parts(lead + name, _Assigned(part))
             elif variable.explode:
-                self.source.append(f"{lead}({value}(?:{sep}{value})*)")
+                self.source.append(f"{re.escape(lead)}({value}(?:{sep}{value})*)")
                 self.slots.append((name, _LIST, op.sep))
+                self._parts(lead, _List(chars, op.sep))
             else:
-                self.source.append(f"{lead}({value})")
+                self.source.append(f"{re.escape(lead)}({value})")
                 self.slots.append((name, _SCALAR, op.sep))
+                self._parts(lead, part)
 
-    def query(self, lead: str) -> None:
-        self.source.append(f"(?:{lead}([^#]*))?")
+    def _parts(self, lead: str, part: _Part) -> None:
+        if lead:
+            self.parts.append(_Literal(lead))
+        self.parts.append(part)
+
+    def query(self, lead: str, optional: bool) -> None:
+        pattern = re.escape(lead) if len(lead) == 1 else f"[{re.escape(lead)}]"
+        self.source.append(f"(?:{pattern}{'?' if optional else ''}([^#]*))?")
         self.slots.append(("", _QUERY, "&"))
+        self.parts.append(_Query(lead, optional))
         self.has_query = self.in_query = False  # what follows is the fragment
 
 
@@ -380,7 +756,7 @@ class UriTemplate:
     """A validated, compiled RFC 6570 template. Immutable; ``match`` and ``expand`` are pure."""
 
     __slots__ = (
-        "_parts", "_plain", "_query", "_regex", "_slots", "canonical", "duplicates",
+        "_parts", "_plain", "_query", "_regex", "_scanner", "_slots", "canonical", "duplicates",
         "literal_prefix", "names", "specificity", "template", "variables",
     )
     template: str
@@ -392,6 +768,7 @@ class UriTemplate:
     duplicates: tuple[tuple[str, int], ...]
     _parts: tuple[str | _Expression, ...]
     _regex: re.Pattern[str]
+    _scanner: _Scanner | None
     _slots: tuple[tuple[str, int, str], ...]
     _plain: tuple[str, ...] | None
     _query: dict[str, Variable]
@@ -429,12 +806,11 @@ class UriTemplate:
                     # after a literal '?' parameters go on with '&' (or follow a bare '?');
                     # ``{?a}{&b}`` starts with '&' when a is undefined
                     if previous.endswith("?"):
-                        lead = "[?&]?"
+                        compiler.query("?&", optional=True)
                     elif in_query or part.operator == "&" or query_expressions > 1:
-                        lead = "[?&]"
+                        compiler.query("?&", optional=False)
                     else:
-                        lead = r"\?"
-                    compiler.query(lead)
+                        compiler.query("?", optional=False)
                     query_done = True
             elif query_done and part.operator != "#":
                 raise TemplateSyntaxError(template, position, "only a fragment '{#...}' may follow a query expression")
@@ -454,6 +830,7 @@ class UriTemplate:
         init(self, "canonical", _canonical(parts))
         init(self, "_parts", tuple(parts))
         init(self, "_regex", _compiled("".join(compiler.source)))
+        init(self, "_scanner", None if _unambiguous(compiler.parts) else _Scanner(compiler.parts))
         init(self, "_slots", slots)
         init(self, "_plain", tuple(name for name, _, _ in slots) if plain else None)
         # a query key is compared as written and, failing that, decoded
@@ -464,14 +841,22 @@ class UriTemplate:
         prefix = self.literal_prefix
         if not uri.startswith(prefix):
             return None
-        found = self._regex.fullmatch(uri, len(prefix))
-        if found is None:
-            return None
+        scanner = self._scanner
+        groups: tuple[Any, ...] | None
+        if scanner is None:
+            found = self._regex.fullmatch(uri, len(prefix))
+            if found is None:
+                return None
+            groups = found.groups()
+        else:
+            groups = scanner.groups(uri[len(prefix) :])
+            if groups is None:
+                return None
         plain = self._plain
         if plain is not None:
-            return {name: unquote(raw) if "%" in raw else raw for name, raw in zip(plain, found.groups(), strict=True)}
+            return {name: unquote(raw) if "%" in raw else raw for name, raw in zip(plain, groups, strict=True)}
         values: dict[str, str | list[str]] = {}
-        for (name, kind, sep), raw in zip(self._slots, found.groups(), strict=True):
+        for (name, kind, sep), raw in zip(self._slots, groups, strict=True):
             if kind == _SCALAR:
                 values[name] = unquote(raw) if "%" in raw else raw
             elif kind == _QUERY:
