@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from .._loader import load_app, split_target
 from ..errors import HeaderMismatch, InvalidParams, InvalidRequest, MCPError, ParseError
 from ..protocol import Connection, Server, error_response
 from ..versions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION, MODERN_VERSIONS
@@ -985,9 +986,7 @@ def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, relo
     shown = f"[{host}]" if ":" in host else host
     if reload_target is not None:
         os.environ["RESOURCEKIT_TARGET"] = reload_target
-        from ..cli import _split_target
-
-        directory = os.path.dirname(os.path.abspath(_split_target(reload_target)[0]))
+        directory = os.path.dirname(os.path.abspath(split_target(reload_target)[0]))
         print(f"resourcekit: serving {reload_target} at http://{shown}:{port}/mcp, reloading on changes "
               f"in {directory}", file=sys.stderr)
         uvicorn.run("resourcekit.transports.http:_reload_factory", factory=True, reload=True,
@@ -1015,6 +1014,4 @@ def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, relo
 
 
 def _reload_factory() -> ASGIApp:
-    from ..cli import load_app
-
     return ASGIApp(load_app(os.environ["RESOURCEKIT_TARGET"]))
