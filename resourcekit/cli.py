@@ -4,80 +4,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
-import importlib.util
+import base64
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import NoReturn
 
-from .app import App, default_app
+import orjson
+
+from ._loader import CLIError, find_app, load_app, split_target
+from .app import App
+from .errors import MCPError
+from .testing import Client
+from .transports.http import run_http
 
 __all__ = ["find_app", "load_app", "main"]
-
-CONVENTIONAL_NAMES = ("app", "server", "mcp")
-
-
-class CLIError(Exception):
-    """One line for stderr, then exit status 1."""
-
-
-def load_app(target: str) -> App:
-    """Import ``FILE[:ATTR]`` and find its App."""
-    path, attr = _split_target(target)
-    if not os.path.isfile(path):
-        raise CLIError(f"no such file: {path}")
-    directory = os.path.dirname(os.path.abspath(path))
-    if directory not in sys.path:
-        sys.path.insert(0, directory)  # so the app can import its sibling modules
-    name = os.path.splitext(os.path.basename(path))[0]
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise CLIError(f"cannot import {path}: not a Python file")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    # An app declaring 100,000 resources allocates millions of long-lived objects: the
-    # cyclic GC would rescan them again and again while they are created. Pause it, then
-    # freeze what the import built so later collections skip it.
-    gc.disable()
-    try:
-        spec.loader.exec_module(module)
-    except SystemExit:
-        raise
-    except BaseException as exc:
-        raise CLIError(f"importing {path} failed: {type(exc).__name__}: {exc}") from exc
-    finally:
-        gc.enable()
-        gc.freeze()
-    return find_app(vars(module), attr, path)
-
-
-def _split_target(target: str) -> tuple[str, str | None]:
-    # "C:\\x.py" has a drive colon; only a colon after the file name names an attribute
-    head, sep, tail = target.rpartition(":")
-    if sep and head and tail.isidentifier() and not os.path.isfile(target):
-        return head, tail
-    return target, None
-
-
-def find_app(namespace: dict[str, Any], attr: str | None, path: str) -> App:
-    if attr is not None:
-        found = namespace.get(attr)
-        if not isinstance(found, App):
-            raise CLIError(f"{path} has no App named {attr!r}")
-        return found
-    for name in CONVENTIONAL_NAMES:
-        if isinstance(namespace.get(name), App):
-            return namespace[name]  # type: ignore[no-any-return]
-    apps = {id(v): v for v in namespace.values() if isinstance(v, App)}
-    if len(apps) == 1:
-        return next(iter(apps.values()))
-    if len(apps) > 1:
-        raise CLIError(f"{path} defines several Apps; name one as {path}:NAME")
-    if len(default_app.resources) or len(default_app.templates):
-        return default_app
-    raise CLIError(f"{path} defines no App and registers no resources")
-
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -123,28 +64,19 @@ def _run(args: argparse.Namespace) -> None:
     if args.transport == "stdio":
         load_app(args.target).run("stdio")
         return
-    try:
-        import uvicorn  # noqa: F401
-    except ImportError:
-        raise CLIError(
-            "--transport http needs uvicorn: pip install 'resourcekit[http]'"
-        ) from None
-    from .transports.http import run_http
-
     if args.reload:
-        run_http(None, host=args.host, port=args.port, reload_target=args.target)
+        directory = os.path.dirname(os.path.abspath(split_target(args.target)[0]))
+        run_http(None, host=args.host, port=args.port, reload_target=args.target, reload_dir=directory)
     else:
         run_http(load_app(args.target), host=args.host, port=args.port)
 
 
 async def _list(app: App, as_json: bool) -> None:
-    from .testing import Client
 
     async with Client(app) as client:
         resources = await client.list_resources()
         templates = await client.list_templates()
     if as_json:
-        import orjson
 
         sys.stdout.write(orjson.dumps({"resources": resources, "resourceTemplates": templates},
                                       option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -162,8 +94,6 @@ async def _list(app: App, as_json: bool) -> None:
 
 
 async def _read(app: App, uri: str, as_json: bool) -> None:
-    from .errors import MCPError
-    from .testing import Client
 
     async with Client(app) as client:
         try:
@@ -171,11 +101,9 @@ async def _read(app: App, uri: str, as_json: bool) -> None:
         except MCPError as exc:
             raise CLIError(f"{exc.message} (code {exc.code})") from None
     if as_json:
-        import orjson
 
         sys.stdout.write(orjson.dumps({"contents": contents}, option=orjson.OPT_INDENT_2).decode() + "\n")
         return
-    import base64
 
     for content in contents:
         if "text" in content:

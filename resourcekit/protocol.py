@@ -23,7 +23,6 @@ from ._runner import ThreadRunner
 from .context import LEVEL_RANK
 from .eras import HANDSHAKE, STATELESS, Era, error_response
 from .errors import InvalidParams, InvalidRequest, MCPError, MethodNotFound, ParseError, UnsupportedVersion
-from .limits import put_bounded
 from .methods import NOTIFICATIONS, ON_CANCEL, PENDING, Subscriptions
 from .optin import OptIn
 from .versions import (
@@ -114,11 +113,6 @@ class Connection:
         # the version of each URI this session read last, so that a subscription starts from
         # what the client holds; bounded, oldest forgotten first
         self.seen: OrderedDict[str, str] = OrderedDict()
-        self._seen_max = server.app.limits.max_subscriptions
-
-    def remember(self, uri: str, version: str) -> None:
-        """This session was served ``version`` of ``uri`` (from any thread)."""
-        put_bounded(self.seen, uri, version, self._seen_max)
 
     # --- input -------------------------------------------------------------
 

@@ -10,7 +10,9 @@ import orjson
 import pytest
 
 from resourcekit import App
-from resourcekit.transports.http import ASGIApp, HTTPError, _accepts, _bare_host, _decode_header, _is_loopback
+from resourcekit.transports.http import ASGIApp, HTTPError
+from resourcekit.transports.http._gate import bare_host, is_loopback
+from resourcekit.transports.http._headers import accepts, decode_header
 from tests.helpers import modern_meta
 
 pytestmark = pytest.mark.anyio
@@ -167,23 +169,23 @@ async def test_app_asgi_is_built_once():
 
 
 def test_accept_header_parsing():
-    assert _accepts("application/json, text/event-stream") == (True, True)
-    assert _accepts("") == (True, True)
-    assert _accepts("*/*") == (True, True)
-    assert _accepts("application/json") == (True, False)
-    assert _accepts("text/event-stream;q=0.5") == (False, True)
-    assert _accepts("application/json;q=0, text/*") == (False, True)
-    assert _accepts("text/html") == (False, False)
+    assert accepts("application/json, text/event-stream") == (True, True)
+    assert accepts("") == (True, True)
+    assert accepts("*/*") == (True, True)
+    assert accepts("application/json") == (True, False)
+    assert accepts("text/event-stream;q=0.5") == (False, True)
+    assert accepts("application/json;q=0, text/*") == (False, True)
+    assert accepts("text/html") == (False, False)
 
 
 def test_header_values_and_hosts():
-    assert _decode_header("=?base64?aXRlbTovLzU=?=") == "item://5"
-    assert _decode_header("=?base64?SGVsbG8sIOS4lueVjA==?=") == "Hello, 世界"
-    assert _decode_header("=?base64?%%%?=") is None
-    assert _decode_header("café") is None  # raw non-ASCII must be base64-wrapped
-    assert _decode_header("file:///a b") == "file:///a b"
-    assert _bare_host("LOCALHOST:8000") == "localhost"
-    assert _bare_host("[::1]:9") == "::1"
-    assert _bare_host("example.com.") == "example.com"
-    assert _is_loopback("127.9.9.9") and _is_loopback("[::1]") and _is_loopback("localhost")
-    assert not _is_loopback("0.0.0.0") and not _is_loopback("10.0.0.1") and not _is_loopback("localhost.evil")
+    assert decode_header("=?base64?aXRlbTovLzU=?=") == "item://5"
+    assert decode_header("=?base64?SGVsbG8sIOS4lueVjA==?=") == "Hello, 世界"
+    assert decode_header("=?base64?%%%?=") is None
+    assert decode_header("café") is None  # raw non-ASCII must be base64-wrapped
+    assert decode_header("file:///a b") == "file:///a b"
+    assert bare_host("LOCALHOST:8000") == "localhost"
+    assert bare_host("[::1]:9") == "::1"
+    assert bare_host("example.com.") == "example.com"
+    assert is_loopback("127.9.9.9") and is_loopback("[::1]") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("10.0.0.1") and not is_loopback("localhost.evil")

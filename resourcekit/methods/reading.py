@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ..contents import combined_version, to_contents
 from ..context import Context
 from ..errors import InvalidParams, NotModified, ResourceNotFound
+from ..limits import put_bounded
 from ..optin import FIELDS, SEP_2093
 from ..versions import META_VERSION
 from ._base import PENDING, Method, cache_hints, uri_param
@@ -120,8 +121,8 @@ def read_result(req: Request, handler: Handler, uri: str, value: Any) -> dict[st
     version = combined_version(contents)
     conn = req.conn
     conn.app.tracker.observe(uri, version)
-    if not conn.stateless:
-        conn.remember(uri, version)
+    if not conn.stateless:  # what this session holds: where a subscription starts
+        put_bounded(conn.seen, uri, version, conn.app.limits.max_subscriptions)
     wire = [c.to_wire(META_VERSION) for c in contents]
     return cache_hints(req, {"contents": wire}, handler)
 
@@ -212,7 +213,7 @@ def get(req: Request) -> Any:
         tracker = req.conn.app.tracker
         tracker.observe(uri, version)
         if not req.conn.stateless:
-            req.conn.remember(uri, version)
+            put_bounded(req.conn.seen, uri, version, req.conn.app.limits.max_subscriptions)
         if known == version:
             raise NotModified(uri, version)
         resource = fresh_resource(handler, tracker, uri)

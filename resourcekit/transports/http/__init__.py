@@ -1,0 +1,25 @@
+"""Streamable HTTP as a plain ASGI application (no web framework underneath).
+
+Only HTTP framing lives here: sessions, SSE streams, status codes, and the header
+checks of each revision.  Every protocol rule is the core's (``resourcekit.protocol``).
+A POST whose body carries ``_meta["io.modelcontextprotocol/protocolVersion"]`` (or whose
+``MCP-Protocol-Version`` header names a stateless revision) is served statelessly as
+2026-07-28; anything else belongs to a handshake-era session that ``initialize`` opened
+and ``Mcp-Session-Id`` names.
+
+One module per concern, each importing only those listed after it:
+
+- ``serve``: ``run_http``, uvicorn and reloading.
+- ``asgi``: ``ASGIApp``, which routes a request through the others.
+- ``_exchange``: one POST body in, nothing, one JSON body or an SSE stream out.
+- ``_sessions``: handshake-era sessions, their table, expiry.
+- ``_sse``: event encoding, the inbox a response waits on, resumable streams.
+- ``_gate``: Host and Origin checks, CORS, the ``auth`` hook.
+- ``_headers``: header parsing and checks, Accept, statuses, plain responses, ``HTTPError``.
+"""
+
+from ._headers import HTTPError
+from .asgi import ASGIApp
+from .serve import run_http
+
+__all__ = ["ASGIApp", "HTTPError", "run_http"]

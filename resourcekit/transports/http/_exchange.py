@@ -1,0 +1,137 @@
+"""One POST body in, one response out: nothing (202), one JSON body, or an SSE stream.
+
+What goes back is decided by what the core answers, never by the method: nothing at
+all means a notification or a response (202); a final message first means one JSON
+body; a notification first (log messages, a listen acknowledgement) means an SSE stream
+that lasts until the final message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...protocol import Connection
+from ._headers import Headers, HTTPError, Receive, Send, respond, respond_json, status_of
+from ._sessions import Session
+from ._sse import CANCELLED, ENDED, PRIMING_VERSION, Inbox, OpenStreams, plain_event, sse_headers, write
+
+
+async def exchange(
+    conn: Connection,
+    message: Any,
+    receive: Receive,
+    send: Send,
+    accepts: tuple[bool, bool],
+    streams: OpenStreams,
+    *,
+    watch: bool = False,
+    session: Session | None = None,
+    issue_session: bool = False,
+) -> None:
+    """Hand one POST body to the core and send back what it answers.
+
+    ``watch``: a disconnect cancels the request (2026-07-28); in the handshake era it
+    does not (the client cancels with notifications/cancelled), so nobody listens.
+    """
+    inbox = Inbox()
+    conn.receive(message, inbox.put)
+    ids = _request_ids(message)
+    if not inbox.items and not any(rid in conn.inflight for rid in ids):
+        # a notification or a response: nothing will follow
+        await respond(send, 202, b"")
+        if session is not None:
+            session.wake_cancelled()
+        return
+    if session is not None:
+        session.waiting[inbox] = ids
+    try:
+        json_ok, sse_ok = accepts
+        first = inbox.items.popleft() if inbox.items else await inbox.next(receive, watch)
+        if not sse_ok:  # a JSON-only client: request-scoped notifications cannot reach it
+            while first is not None and first is not CANCELLED and first is not ENDED \
+                    and not _is_final(first):
+                first = await inbox.next(receive, watch)
+        if first is None:
+            return  # the client went away (the request is cancelled below)
+        if first is CANCELLED or first is ENDED:
+            await _unanswered(send, first, sse_ok)
+            return
+        extra: Headers = []
+        if issue_session and session is not None and conn.protocol_version is not None:
+            extra.append((b"mcp-session-id", session.id.encode()))
+        status = status_of(first, conn) if _is_final(first) else 0
+        if status and (json_ok or status != 200):  # an HTTP-level error is JSON whatever Accept says
+            await respond_json(send, status, first, extra)
+        else:  # notifications come first (or the client takes nothing but SSE)
+            await _stream(conn, first, inbox, receive, send, ids, watch, session, extra, streams)
+    finally:
+        inbox.stop_watching()
+        if session is not None:
+            session.waiting.pop(inbox, None)
+        elif conn.inflight:  # a stateless request left behind (disconnect, error): cancel it
+            conn.close()
+
+
+async def _stream(
+    conn: Connection,
+    first: Any,
+    inbox: Inbox,
+    receive: Receive,
+    send: Send,
+    ids: list[Any],
+    watch: bool,
+    session: Session | None,
+    extra: Headers,
+    streams: OpenStreams,
+) -> None:
+    """Answer as SSE: notifications as they come, then the final message."""
+    try:
+        streams.claim()
+    except HTTPError:
+        for rid in ids:
+            conn.cancel(rid)
+        raise
+    stream = session.new_stream() if session is not None else None
+    try:
+        await send({"type": "http.response.start", "status": 200, "headers": sse_headers(extra)})
+        if stream is not None and conn.protocol_version == PRIMING_VERSION:
+            await write(send, stream.priming())
+        item = first
+        while True:
+            await write(send, stream.event(item) if stream is not None else plain_event(item))
+            if _is_final(item):
+                break
+            item = await inbox.next(receive, watch, send, streams.keepalive)
+            if item is None:
+                return
+            if item is CANCELLED or item is ENDED:
+                break
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    finally:
+        streams.release()
+        if stream is not None:
+            stream.finish()
+
+
+async def _unanswered(send: Send, why: Any, sse_ok: bool) -> None:
+    """The request will get no answer: its session ended, or the client cancelled it."""
+    if why is ENDED:
+        raise HTTPError(404, "Session terminated: initialize again")
+    if sse_ok:  # an event stream that ends without a response
+        await send({"type": "http.response.start", "status": 200, "headers": sse_headers()})
+        await send({"type": "http.response.body", "body": b""})
+    else:
+        await respond(send, 202, b"")
+
+
+def _request_ids(message: Any) -> list[Any]:
+    """Ids of the requests in a body (a response or a notification has none)."""
+    if type(message) is dict:
+        return [message["id"]] if "method" in message and "id" in message else []
+    if type(message) is list:
+        return [m["id"] for m in message if type(m) is dict and "method" in m and "id" in m]
+    return []
+
+
+def _is_final(message: Any) -> bool:
+    return type(message) is list or "id" in message

@@ -1,0 +1,102 @@
+"""Who may talk to the endpoint: Host and Origin checks, CORS, the auth hook.
+
+Runs before any MCP work. A wrong ``Host`` (DNS rebinding) gets 421, a foreign
+``Origin`` 403; an allowed browser origin gets CORS headers on every response and an
+answer to its preflight.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import ipaddress
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from ._headers import Headers, HTTPError, RequestHeaders, Scope, Send
+
+AuthHook = Callable[[dict[str, str]], Any]
+
+
+def check_host_and_origin(
+    scope: Scope, headers: RequestHeaders, allowed_hosts: frozenset[str] | None, allowed_origins: frozenset[str]
+) -> str | None:
+    """Refuse DNS rebinding and foreign pages; return an Origin to grant CORS to."""
+    host = bare_host(headers.text(b"host"))
+    bound = scope.get("server")
+    loopback_bind = bound is not None and is_loopback(str(bound[0]))
+    if allowed_hosts is not None:
+        if host not in allowed_hosts and not is_loopback(host):
+            raise HTTPError(421, f"Host {host!r} is not allowed")
+    elif loopback_bind and host and not is_loopback(host):
+        raise HTTPError(421, f"Host {host!r} is not allowed for a server bound to loopback")
+    origin = headers.opt(b"origin")
+    if origin is None:
+        return None  # not a browser: nothing to check
+    normalized = origin.rstrip("/").lower()
+    if normalized in allowed_origins:
+        return origin
+    if normalized != "null":
+        scheme, _, netloc = normalized.partition("://")
+        origin_host = bare_host(netloc)
+        if scheme in ("http", "https") and is_loopback(origin_host):
+            return origin
+        # same origin, but only for a host name the operator allowed: with DNS
+        # rebinding an attacker's page and Host header name the same foreign host
+        if allowed_hosts is not None and origin_host == host:
+            return origin
+    raise HTTPError(403, f"Origin {origin!r} is not allowed")
+
+
+async def authorize(auth: AuthHook, headers: RequestHeaders) -> None:
+    """Call the ``auth`` hook (sync or async); it refuses by raising ``HTTPError``."""
+    outcome = auth(headers.decoded())
+    if inspect.isawaitable(outcome):
+        await outcome
+
+
+@functools.lru_cache(maxsize=256)
+def bare_host(netloc: str) -> str:
+    """``Host``/netloc → lower-case host without port, brackets or trailing dot."""
+    netloc = netloc.strip().lower()
+    if not netloc:
+        return ""
+    try:
+        host = urlsplit("//" + netloc).hostname or ""
+    except ValueError:
+        return netloc
+    return host.rstrip(".")
+
+
+@functools.lru_cache(maxsize=256)
+def is_loopback(host: str) -> bool:
+    """Is a bare host (no port; brackets optional) a loopback name or address?"""
+    host = host.strip("[]").lower().rstrip(".")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def preflight_headers(headers: RequestHeaders) -> Headers:
+    requested = headers.text(b"access-control-request-headers")
+    return [(b"access-control-allow-methods", b"GET, POST, DELETE"),
+            (b"access-control-allow-headers", requested.encode("latin-1")),
+            (b"access-control-max-age", b"600")]
+
+
+def with_cors(send: Send, origin: str) -> Send:
+    """Let a browser page at an allowed origin read the response (and the session id)."""
+    cors = [(b"access-control-allow-origin", origin.encode("latin-1")),
+            (b"access-control-expose-headers", b"mcp-session-id, mcp-protocol-version"),
+            (b"vary", b"origin")]
+
+    async def send_with_cors(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()), *cors]}
+        await send(message)
+
+    return send_with_cors

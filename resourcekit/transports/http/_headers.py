@@ -1,0 +1,181 @@
+"""What a request's headers say, and what status and body a refusal gets.
+
+Accept negotiation, the 2026-07-28 mirrored-header checks (``MCP-Protocol-Version``,
+``Mcp-Method``, ``Mcp-Name`` must equal the body), the mapping from a JSON-RPC answer
+to an HTTP status, and the plain (non-SSE) responses.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+import orjson
+
+from ...errors import HeaderMismatch, InvalidParams, InvalidRequest, MCPError
+from ...protocol import Connection, error_response
+from ...versions import META_PROTOCOL_VERSION, MODERN_VERSIONS
+
+Scope = Mapping[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+Headers = list[tuple[bytes, bytes]]
+
+SESSION_HEADER = b"mcp-session-id"
+VERSION_HEADER = b"mcp-protocol-version"
+ALLOW = [(b"allow", b"GET, POST, DELETE, OPTIONS")]
+JSON = b"application/json"
+# JSON-RPC errors about the HTTP request itself rather than the resource asked for
+_BAD_REQUEST_CODES = frozenset({-32700, -32600, -32020, -32021, -32022})
+
+
+class HTTPError(Exception):
+    """Raise from an ``auth`` hook (or anywhere in this package) to answer with a status."""
+
+    def __init__(self, status: int, message: str, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = list(headers)
+
+
+class RequestHeaders(dict[bytes, bytes]):
+    """Request headers as ASGI gives them (names lower-cased); values decoded on demand."""
+
+    __slots__ = ()
+
+    def text(self, name: bytes, default: str = "") -> str:
+        value = self.get(name)
+        return default if value is None else value.decode("latin-1")
+
+    def opt(self, name: bytes) -> str | None:
+        value = self.get(name)
+        return None if value is None else value.decode("latin-1")
+
+    def decoded(self) -> dict[str, str]:
+        return {k.decode("latin-1"): v.decode("latin-1") for k, v in self.items()}
+
+
+@functools.lru_cache(maxsize=64)
+def accepts(accept: str) -> tuple[bool, bool]:
+    """(JSON acceptable, SSE acceptable) from an Accept header; none means anything."""
+    if not accept.strip():
+        return True, True
+    json_ok = sse_ok = False
+    for part in accept.lower().split(","):
+        media, *parameters = part.split(";")
+        media = media.strip()
+        if any(_is_zero_q(p) for p in parameters):
+            continue  # q=0: explicitly not acceptable
+        if media in ("application/json", "application/*", "*/*"):
+            json_ok = True
+        if media in ("text/event-stream", "text/*", "*/*"):
+            sse_ok = True
+    return json_ok, sse_ok
+
+
+def _is_zero_q(parameter: str) -> bool:
+    name, _, value = parameter.partition("=")
+    if name.strip() != "q":
+        return False
+    try:
+        return float(value) == 0
+    except ValueError:
+        return False
+
+
+def is_modern(message: Any, headers: RequestHeaders) -> bool:
+    if headers.opt(VERSION_HEADER) in MODERN_VERSIONS:
+        return True
+    if type(message) is dict:
+        params = message.get("params")
+        meta = params.get("_meta") if type(params) is dict else None
+        return type(meta) is dict and META_PROTOCOL_VERSION in meta
+    return False
+
+
+def check_modern_headers(message: Any, headers: RequestHeaders) -> None:
+    """2026-07-28: the mirrored headers must be present and equal the body (-32020)."""
+    if type(message) is not dict:
+        raise InvalidRequest("Invalid Request: 2026-07-28 bodies are a single JSON-RPC message")
+    params = message.get("params")
+    meta = params.get("_meta") if type(params) is dict else None
+    body_version = meta.get(META_PROTOCOL_VERSION) if type(meta) is dict else None
+    if body_version is None:
+        raise InvalidParams(f"Invalid params: _meta['{META_PROTOCOL_VERSION}'] is required",
+                            {"missing": [META_PROTOCOL_VERSION]})
+    header_version = headers.opt(VERSION_HEADER)
+    if header_version is None:
+        raise HeaderMismatch("Header mismatch: MCP-Protocol-Version header is required",
+                             {"header": "MCP-Protocol-Version"})
+    if header_version != body_version:
+        raise HeaderMismatch("Header mismatch: MCP-Protocol-Version differs from _meta protocolVersion",
+                             {"header": "MCP-Protocol-Version", "expected": body_version, "actual": header_version})
+    method = message.get("method")
+    header_method = headers.opt(b"mcp-method")
+    if header_method is None:
+        if "id" not in message:
+            return  # a notification: the revision defines no header rules for those
+        raise HeaderMismatch("Header mismatch: Mcp-Method header is required", {"header": "Mcp-Method"})
+    if header_method != method:
+        raise HeaderMismatch("Header mismatch: Mcp-Method differs from the body's method",
+                             {"header": "Mcp-Method", "expected": method, "actual": header_method})
+    if method == "resources/read" and "id" in message:
+        name = headers.opt(b"mcp-name")
+        if name is None:
+            raise HeaderMismatch("Header mismatch: Mcp-Name header is required", {"header": "Mcp-Name"})
+        uri = params.get("uri") if type(params) is dict else None
+        decoded = decode_header(name)
+        if decoded != uri:
+            raise HeaderMismatch("Header mismatch: Mcp-Name differs from params.uri",
+                                 {"header": "Mcp-Name", "expected": uri, "actual": name})
+
+
+def decode_header(value: str) -> str | None:
+    """A ``=?base64?...?=`` value decoded (None if malformed); any other value as is."""
+    if value.startswith("=?base64?") and value.endswith("?=") and len(value) >= 11:
+        try:
+            return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+    if not value.isascii() or not value.isprintable():
+        return None  # raw non-ASCII or control characters: invalid, never equal
+    return value
+
+
+def status_of(message: Any, conn: Connection) -> int:
+    """The HTTP status of a final JSON-RPC message sent as one JSON body."""
+    if type(message) is dict and "error" in message:
+        error = message["error"]
+        code = error.get("code")
+        if code == -32601 and conn.stateless:
+            return 404
+        if code in _BAD_REQUEST_CODES:
+            return 400
+        data = error.get("data")
+        if conn.stateless and code == -32602 and type(data) is dict and "missing" in data:
+            return 400  # a required _meta field is missing
+    return 200
+
+
+def error_body(status: int, message: str) -> bytes:
+    """A JSON-RPC error without an id, for a refusal at the HTTP level."""
+    return orjson.dumps(error_response(None, InvalidRequest(message) if status < 500 else MCPError(message)))
+
+
+async def respond(send: Send, status: int, body: bytes, headers: Headers | None = None,
+                  content_type: bytes = JSON) -> None:
+    all_headers = list(headers) if headers else []
+    if body:
+        all_headers.append((b"content-type", content_type))
+    if status != 204:  # a 204 carries no Content-Length (RFC 9110)
+        all_headers.append((b"content-length", b"%d" % len(body)))
+    await send({"type": "http.response.start", "status": status, "headers": all_headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def respond_json(send: Send, status: int, message: Any, headers: Headers | None = None) -> None:
+    await respond(send, status, orjson.dumps(message), headers)

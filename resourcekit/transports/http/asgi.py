@@ -1,0 +1,348 @@
+"""``ASGIApp``: the MCP endpoint as a plain ASGI application.
+
+Routes each request through the gate, then POST to the exchange (statelessly for
+2026-07-28, else within a session), GET to a session's event stream, DELETE to the end
+of a session; and starts and stops the protocol core with the ASGI lifespan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Iterable
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ...eras import STATELESS
+from ...errors import InvalidRequest, MCPError, ParseError
+from ...protocol import Server, error_response
+from ...versions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION, MODERN_VERSIONS
+from ._exchange import exchange
+from ._gate import AuthHook, authorize, bare_host, check_host_and_origin, preflight_headers, with_cors
+from ._headers import (
+    ALLOW,
+    SESSION_HEADER,
+    VERSION_HEADER,
+    HTTPError,
+    Receive,
+    RequestHeaders,
+    Scope,
+    Send,
+    accepts,
+    check_modern_headers,
+    error_body,
+    is_modern,
+    respond,
+    respond_json,
+)
+from ._sessions import SessionTable
+from ._sse import ENDED, PRIMING_VERSION, OpenStreams, resume, sse_headers, write
+
+if TYPE_CHECKING:
+    from ...app import App
+
+log = logging.getLogger("resourcekit")
+
+
+class ASGIApp:
+    """Serve an App's MCP endpoint at ``path`` (``/mcp``) to any ASGI server.
+
+    ``allowed_origins``: ``Origin`` values allowed besides loopback ones (they also get
+    CORS headers, so browser pages there can call the endpoint).
+    ``allowed_hosts``: ``Host`` names allowed; by default, when the server is bound to a
+    loopback address, only loopback names (DNS-rebinding protection). Set it when serving
+    on a public interface.
+    ``auth``: ``auth(headers)`` (sync or async; header names lower-cased) returns to allow,
+    or raises ``HTTPError(401 or 403, message)`` to refuse.
+    ``session_idle_timeout``: seconds without a request (and no GET stream or request in
+    flight) after which a handshake-era session and its subscriptions end.
+    ``max_sessions`` / ``max_streams``: beyond them, 503. ``keepalive``: seconds between
+    SSE comment lines on quiet streams. ``replay``: events kept per stream for resumption,
+    and messages buffered for a session while no GET stream is open.
+
+    Under a plain ASGI server the ``lifespan`` protocol starts and stops it. Mounted in
+    another app that does not forward lifespan events (Starlette's ``Mount``), it starts
+    on the first request; use ``lifespan`` as (or inside) the host app's lifespan to end
+    sessions and streams cleanly at shutdown.
+    """
+
+    def __init__(
+        self,
+        app: App,
+        *,
+        path: str = "/mcp",
+        allowed_origins: Iterable[str] = (),
+        allowed_hosts: Iterable[str] | None = None,
+        session_idle_timeout: float = 1800.0,
+        max_sessions: int = 1000,
+        max_streams: int = 1000,
+        keepalive: float = 15.0,
+        replay: int = 256,
+        auth: AuthHook | None = None,
+    ) -> None:
+        self.app = app
+        self.path = path.rstrip("/") or "/"
+        self.allowed_origins = frozenset(o.rstrip("/").lower() for o in allowed_origins)
+        self.allowed_hosts = None if allowed_hosts is None else frozenset(bare_host(h) for h in allowed_hosts)
+        self.auth = auth
+        self.sessions = SessionTable(session_idle_timeout, max_sessions, replay)
+        self._streams = OpenStreams(max_streams, keepalive)
+        self.closed = False
+        self._server: Server | None = None
+        self._reaper: asyncio.Task[None] | None = None
+
+    # each limit lives with what it limits; read it here under the constructor's name
+    session_idle_timeout = property(attrgetter("sessions.idle_timeout"))
+    max_sessions = property(attrgetter("sessions.max_sessions"))
+    replay = property(attrgetter("sessions.replay"))
+    max_streams = property(attrgetter("_streams.limit"))
+    keepalive = property(attrgetter("_streams.keepalive"))
+    open_streams = property(attrgetter("_streams.count"))
+
+    # --- ASGI entry and lifecycle -------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            try:
+                await self._http(scope, receive, send)
+            except HTTPError as exc:
+                await respond(send, exc.status, error_body(exc.status, exc.message), exc.headers)
+            except Exception:
+                log.exception("error serving %s %s", scope.get("method"), scope.get("path"))
+                with contextlib.suppress(Exception):  # the response may have started already
+                    await respond(send, 500, error_body(500, "Internal error"))
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+        elif kind == "websocket":
+            await send({"type": "websocket.close", "code": 1003})
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    self.start()
+                except Exception as exc:
+                    log.exception("starting the MCP endpoint failed")
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                self.close()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, _host_app: object = None) -> AsyncIterator[None]:
+        """For a host app's lifespan: ``Starlette(..., lifespan=mcp.lifespan)``."""
+        self.start()
+        try:
+            yield
+        finally:
+            self.close()
+
+    def start(self) -> None:
+        """Bind to the running event loop (called by lifespan, or by the first request)."""
+        self.closed = False
+        self.server  # noqa: B018
+
+    @property
+    def server(self) -> Server:
+        if self._server is None:
+            self._server = Server(self.app)
+            self._server.start()
+            self._reaper = asyncio.get_running_loop().create_task(self.sessions.reap())
+        return self._server
+
+    def close(self) -> None:
+        """End every session and stream: listen streams get their final result, GET streams
+        end, waiting POSTs are answered. Requests arriving afterwards get 503 until ``start``."""
+        self.closed = True
+        if self._server is not None:
+            self._server.subscriptions.close_listens()
+        for session in list(self.sessions.values()):
+            self.sessions.end(session)
+        if self._reaper is not None:
+            self._reaper.cancel()
+            self._reaper = None
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+
+    def close_soon(self) -> None:
+        """``close`` from any thread or a signal handler."""
+        if self._server is not None:
+            self._server.loop.call_soon_threadsafe(self.close)
+
+    # --- request routing ------------------------------------------------------------
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        root = scope.get("root_path", "")
+        if root and path.startswith(root):  # mounted inside another app (Starlette, FastAPI)
+            path = path[len(root):]
+        if (path.rstrip("/") or "/") != self.path:
+            await respond(send, 404, b"Not Found", content_type=b"text/plain")
+            return
+        headers = RequestHeaders(scope.get("headers", ()))
+        origin = check_host_and_origin(scope, headers, self.allowed_hosts, self.allowed_origins)
+        if origin is not None:
+            send = with_cors(send, origin)
+        method = scope.get("method", "GET")
+        if method == "OPTIONS":  # CORS preflight: no credentials are sent, so no auth either
+            await respond(send, 204, b"", preflight_headers(headers) if origin else ALLOW)
+            return
+        if self.closed:
+            raise HTTPError(503, "Server is shutting down", [(b"retry-after", b"5")])
+        if self.auth is not None:
+            await authorize(self.auth, headers)
+        if method == "POST":
+            await self._post(headers, receive, send)
+        elif method == "GET":
+            await self._get(headers, receive, send)
+        elif method == "DELETE":
+            await self._delete(headers, send)
+        else:
+            raise HTTPError(405, f"Method {method} not allowed", ALLOW)
+
+    # --- POST ----------------------------------------------------------------------
+
+    async def _post(self, headers: RequestHeaders, receive: Receive, send: Send) -> None:
+        if not headers.text(b"content-type").lower().startswith("application/json"):
+            raise HTTPError(415, "Content-Type must be application/json")
+        accepted = accepts(headers.text(b"accept"))
+        if not (accepted[0] or accepted[1]):
+            raise HTTPError(406, "Accept must list application/json and text/event-stream")
+        body = await self._read_body(headers, receive)
+        try:
+            message = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            await respond_json(send, 400, error_response(None, ParseError(f"Parse error: {exc}")))
+            return
+        if is_modern(message, headers):
+            await self._post_modern(message, headers, receive, send, accepted)
+        else:
+            await self._post_session(message, headers, receive, send, accepted)
+
+    async def _read_body(self, headers: RequestHeaders, receive: Receive) -> bytes:
+        limit = self.app.max_message_size
+        declared = headers.text(b"content-length")
+        if declared.isdigit() and int(declared) > limit:
+            raise HTTPError(413, f"Body larger than {limit} bytes")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise HTTPError(400, "Client disconnected")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise HTTPError(413, f"Body larger than {limit} bytes")
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    async def _post_modern(
+        self, message: Any, headers: RequestHeaders, receive: Receive, send: Send, accepted: tuple[bool, bool]
+    ) -> None:
+        try:
+            check_modern_headers(message, headers)
+        except MCPError as exc:
+            rid = message.get("id") if isinstance(message, dict) else None
+            await respond_json(send, 400, error_response(rid, exc, STATELESS))
+            return
+        if not accepted[1] and message.get("method") == "subscriptions/listen":
+            raise HTTPError(406, "subscriptions/listen answers with a stream: Accept must list text/event-stream")
+        conn = self.server.connect(_discard, stateless=True)
+        await exchange(conn, message, receive, send, accepted, self._streams, watch=True)
+
+    async def _post_session(
+        self, message: Any, headers: RequestHeaders, receive: Receive, send: Send, accepted: tuple[bool, bool]
+    ) -> None:
+        if type(message) is dict and message.get("method") == "initialize" and "id" in message:
+            await self._initialize(message, receive, send, accepted)
+            return
+        sid = headers.opt(SESSION_HEADER)
+        if not sid:
+            await respond_json(send, 400, error_response(None, InvalidRequest(
+                "Bad Request: Mcp-Session-Id header is required (initialize first, or send a "
+                f"2026-07-28 request with _meta['{META_PROTOCOL_VERSION}'])")))
+            return
+        session = self.sessions.lookup(sid)
+        version = headers.opt(VERSION_HEADER)
+        if version is not None and version not in HANDSHAKE_VERSIONS:
+            await respond_json(send, 400, error_response(None, InvalidRequest(
+                f"Bad Request: unsupported MCP-Protocol-Version {version!r}",
+                {"supported": list(HANDSHAKE_VERSIONS)})))
+            return
+        assert session.conn is not None
+        await exchange(session.conn, message, receive, send, accepted, self._streams, session=session)
+
+    async def _initialize(
+        self, message: dict[str, Any], receive: Receive, send: Send, accepted: tuple[bool, bool]
+    ) -> None:
+        session = self.sessions.create(self.server.connect)
+        assert session.conn is not None
+        try:
+            await exchange(session.conn, message, receive, send, accepted, self._streams, session=session,
+                           issue_session=True)
+        finally:
+            if session.conn.protocol_version is None:  # initialize failed: no session
+                self.sessions.end(session)
+
+    # --- GET and DELETE ---------------------------------------------------------------
+
+    async def _get(self, headers: RequestHeaders, receive: Receive, send: Send) -> None:
+        sid = headers.opt(SESSION_HEADER)
+        if not sid or headers.opt(VERSION_HEADER) in MODERN_VERSIONS:
+            raise HTTPError(405, "GET needs a handshake-era session; 2026-07-28 uses subscriptions/listen",
+                            [(b"allow", b"POST")])
+        if not accepts(headers.text(b"accept"))[1]:
+            raise HTTPError(406, "Accept must list text/event-stream")
+        session = self.sessions.lookup(sid)
+        stream = session.standalone
+        replay: list[bytes] = []
+        last = headers.opt(b"last-event-id")
+        if last:
+            resumed, replay = session.replay_after(last)
+            if resumed is not stream:
+                await resume(resumed, replay, receive, send, self._streams)
+                return
+        self._streams.claim()
+        listener, pending = session.attach_listener()
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": sse_headers()})
+            assert session.conn is not None
+            if not last and session.conn.protocol_version == PRIMING_VERSION:
+                await write(send, stream.priming())
+            for data in replay:
+                await write(send, data)
+            for message in pending:
+                await write(send, stream.event(message))
+            while True:
+                item = await listener.next(receive, True, send, self._streams.keepalive)
+                if item is None or item is ENDED:
+                    break
+                await write(send, stream.event(item))
+            if item is not None:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            listener.stop_watching()
+            self._streams.release()
+            session.detach_listener(listener)
+
+    async def _delete(self, headers: RequestHeaders, send: Send) -> None:
+        sid = headers.opt(SESSION_HEADER)
+        if not sid:
+            raise HTTPError(405, "DELETE ends a handshake-era session: send Mcp-Session-Id", [(b"allow", b"POST")])
+        self.sessions.end(self.sessions.lookup(sid))
+        await respond(send, 204, b"")
+
+
+def _discard(message: Any) -> None:
+    """Stateless connections have no channel beside the response."""

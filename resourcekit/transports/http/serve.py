@@ -1,0 +1,63 @@
+"""``run_http``: serve an App with uvicorn (the ``http`` extra), optionally reloading."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from ..stdio import configure_logging
+from .asgi import ASGIApp
+
+if TYPE_CHECKING:
+    from ...app import App
+
+SHUTDOWN_GRACE = 5  # seconds uvicorn waits for open responses when stopping
+RELOAD_FACTORY = "resourcekit._loader:reload_factory"  # named, not imported: the loader sits above
+
+
+def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, reload_target: str | None = None,
+             reload_dir: str | None = None, **options: Any) -> None:
+    """Serve with uvicorn (the ``http`` extra) until SIGINT/SIGTERM; logs go to stderr.
+
+    ``options`` go to ``ASGIApp``. ``reload_target`` (``FILE[:ATTR]``) restarts the server
+    whenever a file in ``reload_dir`` changes (``resourcekit run --reload``); each fresh
+    process loads it with ``RELOAD_FACTORY``.
+    """
+    try:
+        import uvicorn
+    except ImportError:
+        raise SystemExit("resourcekit: error: HTTP needs uvicorn: pip install 'resourcekit[http]'") from None
+
+    configure_logging()
+    level = os.environ.get("RESOURCEKIT_LOG_LEVEL", "warning").lower()
+    shown = f"[{host}]" if ":" in host else host
+    if reload_target is not None:
+        assert reload_dir is not None
+        os.environ["RESOURCEKIT_TARGET"] = reload_target
+        print(f"resourcekit: serving {reload_target} at http://{shown}:{port}/mcp, reloading on changes "
+              f"in {reload_dir}", file=sys.stderr)
+        uvicorn.run(RELOAD_FACTORY, factory=True, reload=True, reload_dirs=[reload_dir], host=host, port=port,
+                    log_level=level, timeout_graceful_shutdown=SHUTDOWN_GRACE)
+        return
+    assert app is not None
+    asgi = ASGIApp(app, **options)
+
+    class _Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            # uvicorn waits for open responses before it sends lifespan.shutdown: end the
+            # long-lived streams (GET, listen) now so that stopping takes no time
+            asgi.close_soon()
+            super().handle_exit(sig, frame)
+
+    # no proxy-header rewriting (nothing here trusts a proxy by default) and no Date/Server
+    # headers: together they cost more per request than MCP's own work
+    config = uvicorn.Config(asgi, host=host, port=port, log_level=level, lifespan="on",
+                            timeout_graceful_shutdown=SHUTDOWN_GRACE, proxy_headers=False,
+                            date_header=False, server_header=False)
+    print(f"resourcekit: serving {app.name!r} at http://{shown}:{port}{asgi.path}", file=sys.stderr)
+    with contextlib.suppress(KeyboardInterrupt):
+        _Server(config).run()
+
