@@ -100,7 +100,7 @@ class Registry:
         self.icons = icons
         self.ttl_ms = ttl_ms
         self.cache_scope = cache_scope
-        self.router = Router()
+        self.router = Router(max_uri_length=self.limits.max_uri_length)
         self.resources: SeqIndex[Handler] = SeqIndex()
         self.templates: SeqIndex[Handler] = SeqIndex()
         self.listed_templates: SeqIndex[Handler] = SeqIndex()  # templates with a lister

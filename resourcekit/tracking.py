@@ -271,21 +271,29 @@ class Tracker:
             self._list_version = None
         else:
             version = await self._in_thread(self.list_version)
-            if version == self._list_version:
+            if version is not None and version == self._list_version:
                 return
             self._list_version = version
         for reporter in list(self._reporters):
             reporter.list_changed()
 
-    def list_version(self) -> str:
-        """A hash of every listed URI and its metadata (enumerates listers: not free)."""
+    def list_version(self) -> str | None:
+        """A hash of every listed URI and its metadata; None past the scan budget.
+
+        Listers are enumerated for at most ``Limits.page_scan_budget`` items in all: a
+        longer (or endless) list has no version, and every call reports it changed.
+        """
+        budget = self.registry.limits.page_scan_budget
         digest = hashlib.blake2b(digest_size=16)
         for handler in self.registry.resources:
             digest.update(orjson.dumps(handler.wire, option=orjson.OPT_SORT_KEYS))
         for handler in self.registry.templates:
             digest.update(orjson.dumps(handler.wire, option=orjson.OPT_SORT_KEYS))
             if handler.lister is not None:
-                for item in iter_lister_page(handler, 0, 10**9):
+                for item in iter_lister_page(handler, 0, budget):
+                    budget -= 1
+                    if budget < 0:
+                        return None
                     digest.update(orjson.dumps(item, default=str, option=orjson.OPT_SORT_KEYS))
         return digest.hexdigest()
 

@@ -134,3 +134,18 @@ async def test_instance_versions_stay_bounded() -> None:
         for n in range(tracking.MAX_INSTANCE_VERSIONS + 50):
             await client.read(f"item://1?junk={n}")
         assert len(app.tracker.instance_versions) == tracking.MAX_INSTANCE_VERSIONS
+
+
+# --- finding 14: notify_list_changed does not walk an endless lister ------------------------------
+
+
+async def test_notify_list_changed_with_an_endless_lister_answers() -> None:
+    import itertools
+
+    app = App("t", limits=Limits(page_scan_budget=50))
+    app.template("r://{n}", lister=lambda: ({"n": n} for n in itertools.count()))(lambda n: str(n))
+    async with Client(app) as client:
+        for _ in range(2):  # no version to compare: each call is reported
+            app.notify_list_changed()
+            note = await client.next_notification(timeout=2)
+            assert note["method"] == "notifications/resources/list_changed"

@@ -62,12 +62,24 @@ def serve(req: Request, uri: str, build: Build) -> Any:
     if handler.sig.is_async:
         return _serve_async(req, handler, uri, kwargs, build)
     fn = handler.fn
-    req.conn.server.runner.submit(lambda: build(req, handler, uri, fn(**kwargs)), req.complete)
+
+    def job() -> dict[str, Any]:
+        try:
+            return build(req, handler, uri, fn(**kwargs))
+        except ResourceNotFound:
+            req.conn.app.router.forget(uri)  # no cache slot for what is not there
+            raise
+
+    req.conn.server.runner.submit(job, req.complete)
     return PENDING
 
 
 async def _serve_async(req: Request, handler: Handler, uri: str, kwargs: dict[str, Any], build: Build) -> Any:
-    return build(req, handler, uri, await handler.fn(**kwargs))
+    try:
+        return build(req, handler, uri, await handler.fn(**kwargs))
+    except ResourceNotFound:
+        req.conn.app.router.forget(uri)
+        raise
 
 
 def _context(req: Request, uri: str, raw: dict[str, Any]) -> Context:
