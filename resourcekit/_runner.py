@@ -3,6 +3,12 @@
 ``loop.run_in_executor`` costs a future, a wrapping future and one loop wake-up
 per call.  Here workers put results on a deque and wake the loop only when no
 wake-up is already pending, so under load one wake-up delivers many results.
+The deque is FIFO: what a worker ``post``s before its result (a handler's log
+message) reaches the loop first.
+
+A new thread starts whenever more jobs wait than workers are idle (up to
+``max_workers``), so a fast job never queues behind a slow one while a thread
+could be had; at most ``max_queued`` jobs wait, beyond that ``submit`` refuses.
 """
 
 from __future__ import annotations
@@ -14,15 +20,19 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from .errors import LimitExceeded
+
 __all__ = ["ThreadRunner"]
 
 Callback = Callable[[bool, Any], None]
 
 
 class ThreadRunner:
-    def __init__(self, loop: asyncio.AbstractEventLoop, max_workers: int = 32) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, max_workers: int = 32, max_queued: int = 4096) -> None:
         self._loop = loop
         self._max_workers = max_workers
+        self._max_queued = max_queued
+        self._queued = 0  # submitted, not yet taken by a worker
         self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Callback] | None] = queue.SimpleQueue()
         self._done: deque[tuple[Callback, bool, Any]] = deque()
         self._wake_pending = False
@@ -33,15 +43,26 @@ class ThreadRunner:
 
     def submit(self, fn: Callable[[], Any], callback: Callback) -> None:
         """Run ``fn()`` in a worker; ``callback(ok, result_or_exception)`` runs on the loop."""
+        with self._lock:
+            if self._queued >= self._max_queued:
+                raise LimitExceeded("max_queued_jobs", self._max_queued, "Server busy: too many jobs waiting",
+                                    code=-32603)
+            self._queued += 1
+            spawn = (self._queued > self._idle and len(self._threads) < self._max_workers
+                     and not self._closed)
+            if spawn:
+                thread = threading.Thread(
+                    target=self._work, name=f"resourcekit-worker-{len(self._threads)}", daemon=True
+                )
+                self._threads.append(thread)
         self._jobs.put((fn, callback))
-        if self._idle == 0 and len(self._threads) < self._max_workers:
-            with self._lock:
-                if self._idle == 0 and len(self._threads) < self._max_workers and not self._closed:
-                    thread = threading.Thread(
-                        target=self._work, name=f"resourcekit-worker-{len(self._threads)}", daemon=True
-                    )
-                    self._threads.append(thread)
-                    thread.start()
+        if spawn:
+            thread.start()
+
+    def post(self, fn: Callable[[Any], None], value: Any) -> None:
+        """From a worker: call ``fn(value)`` on the loop, in order with the results."""
+        self._done.append((lambda ok, v: fn(v), True, value))
+        self._wake()
 
     async def call(self, fn: Callable[[], Any]) -> Any:
         """``await runner.call(fn)``: run ``fn()`` in a worker from the loop and get its result."""
@@ -62,6 +83,8 @@ class ThreadRunner:
             job = jobs.get()
             with self._lock:
                 self._idle -= 1
+                if job is not None:
+                    self._queued -= 1
             if job is None:
                 return
             fn, callback = job
@@ -70,12 +93,17 @@ class ThreadRunner:
             except BaseException as exc:  # delivered to the loop, which decides
                 outcome = (callback, False, exc)
             done.append(outcome)
-            if not self._wake_pending:
-                self._wake_pending = True
-                try:
-                    self._loop.call_soon_threadsafe(self._deliver)
-                except RuntimeError:  # loop closed while we worked: nobody to tell
-                    return
+            if not self._wake():
+                return  # loop closed while we worked: nobody to tell
+
+    def _wake(self) -> bool:
+        if not self._wake_pending:
+            self._wake_pending = True
+            try:
+                self._loop.call_soon_threadsafe(self._deliver)
+            except RuntimeError:
+                return False
+        return True
 
     def _deliver(self) -> None:
         self._wake_pending = False

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -22,9 +23,17 @@ import orjson
 from ._runner import ThreadRunner
 from .context import LEVEL_RANK
 from .eras import HANDSHAKE, STATELESS, Era, error_response
-from .errors import InvalidParams, InvalidRequest, MCPError, MethodNotFound, ParseError, UnsupportedVersion
-from .methods import NOTIFICATIONS, ON_CANCEL, PENDING, Subscriptions
-from .optin import OptIn
+from .errors import (
+    InvalidParams,
+    InvalidRequest,
+    LimitExceeded,
+    MCPError,
+    MethodNotFound,
+    ParseError,
+    UnsupportedVersion,
+)
+from .methods import NOTIFICATIONS, PENDING, Subscriptions
+from .request import Batch, Request, Send
 from .versions import (
     BATCH_VERSION,
     META_CLIENT_CAPABILITIES,
@@ -39,8 +48,6 @@ if TYPE_CHECKING:
 __all__ = ["HANDSHAKE", "STATELESS", "Connection", "Era", "Request", "Server", "error_response"]
 
 log = logging.getLogger("resourcekit")
-
-Send = Callable[[Any], None]
 
 
 class Server:
@@ -58,6 +65,7 @@ class Server:
         self.server_info = info
         self._runner: ThreadRunner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
         self.connections: set[Connection] = set()
         self.subscriptions = Subscriptions(self)
 
@@ -65,17 +73,24 @@ class Server:
     def loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
+            self._loop_thread = threading.get_ident()
         return self._loop
+
+    def on_loop(self) -> bool:
+        """Is the caller the thread that runs this server's loop?"""
+        return threading.get_ident() == self._loop_thread
 
     @property
     def runner(self) -> ThreadRunner:
         if self._runner is None:
-            self._runner = ThreadRunner(self.loop, self.app.max_workers)
+            limits = self.app.limits
+            self._runner = ThreadRunner(self.loop, limits.max_workers, limits.max_queued_jobs)
         return self._runner
 
     def start(self) -> None:
         """Bind to the running loop (call from the serving task)."""
         self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
         self.app.tracker.attach(self.subscriptions)
 
     def close(self) -> None:
@@ -113,6 +128,7 @@ class Connection:
         # the version of each URI this session read last, so that a subscription starts from
         # what the client holds; bounded, oldest forgotten first
         self.seen: OrderedDict[str, str] = OrderedDict()
+        self._max_inflight = server.app.limits.max_inflight
 
     # --- input -------------------------------------------------------------
 
@@ -170,6 +186,9 @@ class Connection:
                 raise MethodNotFound(f"Method not found: {method}", {"method": method})
             if rid in self.inflight:
                 raise InvalidRequest(f"Invalid Request: id {rid!r} is already in flight")
+            if len(self.inflight) >= self._max_inflight and method != "ping":
+                raise LimitExceeded("max_inflight", self._max_inflight,
+                                    "Server busy: too many requests in flight on this connection", code=-32603)
             outcome = entry(request)
         except MCPError as exc:
             reply(error_response(rid, exc, STATELESS if version in MODERN_VERSIONS else HANDSHAKE))
@@ -238,26 +257,14 @@ class Connection:
             reply(error_response(None, InvalidRequest(
                 "Invalid Request: initialize must not be part of a batch")))
             return
-        responses: list[Any] = []
-        expected = -1  # unknown until every item was handled: answered now + still in flight
-
-        def collect(message: Any) -> None:
-            if type(message) is dict and "id" in message:
-                responses.append(message)
-                if len(responses) == expected:
-                    reply(responses)
-            else:
-                reply(message)  # request-scoped notifications go out as they come
-
+        collect = Batch(reply)
         for item in batch:
             if type(item) is dict:
                 self._receive_one(item, collect)
             else:
                 collect(error_response(None, InvalidRequest("Invalid Request: expected a JSON object")))
         # counted, not predicted: responses and notifications in a batch get no answer
-        expected = len(responses) + sum(1 for r in self.inflight.values() if r.reply is collect)
-        if responses and len(responses) == expected:
-            reply(responses)
+        collect.expect(sum(1 for r in self.inflight.values() if r.reply is collect))
 
     def _notification(self, method: str, params: dict[str, Any]) -> None:
         handler = NOTIFICATIONS.get(method)
@@ -294,90 +301,6 @@ class Connection:
         while self.inflight and loop.time() < deadline:
             await asyncio.sleep(0.01)
         self.close()
-
-
-class Request:
-    """One request in flight: where its answer goes and in which era it is answered."""
-
-    __slots__ = (
-        "_optin", "cancelled", "conn", "era", "id", "log_level", "meta", "method", "modern", "params",
-        "reply", "task", "version",
-    )
-
-    def __init__(
-        self,
-        conn: Connection,
-        rid: Any,
-        method: str,
-        params: dict[str, Any],
-        version: str | None,
-        era: Era,
-        log_level: str | None,
-        reply: Send,
-    ) -> None:
-        self.conn = conn
-        self.id = rid
-        self.method = method
-        self.params = params
-        self.version = version
-        self.era = era
-        self.modern = era.stateless
-        self.log_level = log_level
-        self.reply = reply
-        self.task: asyncio.Task[Any] | None = None
-        self.cancelled = False
-        meta = params.get("_meta")
-        self.meta: dict[str, Any] = meta if type(meta) is dict else {}
-        self._optin: OptIn | None = None
-
-    @property
-    def client_capabilities(self) -> dict[str, Any]:
-        if self.modern:
-            caps = self.meta.get(META_CLIENT_CAPABILITIES)
-            return caps if type(caps) is dict else {}
-        return self.conn.client_capabilities
-
-    @property
-    def optin(self) -> OptIn:
-        """The extensions this request's client opted into."""
-        if self._optin is None:
-            self._optin = OptIn.of(self.client_capabilities)
-        return self._optin
-
-    def respond(self, result: dict[str, Any]) -> None:
-        if self.cancelled:
-            return
-        self.conn.inflight.pop(self.id, None)
-        self.era.decorate(result, self.conn.server.server_info)
-        self.reply({"jsonrpc": "2.0", "id": self.id, "result": result})
-
-    def fail(self, exc: BaseException) -> None:
-        if self.cancelled:
-            return
-        self.conn.inflight.pop(self.id, None)
-        if not isinstance(exc, MCPError):
-            log.error("handler for %s failed", self.method, exc_info=exc)
-        self.reply(error_response(self.id, exc, self.era))
-
-    def notify(self, message: dict[str, Any]) -> None:
-        """A notification tied to this request (log messages), on its reply channel."""
-        if not self.cancelled:
-            self.reply(message)
-
-    def complete(self, ok: bool, value: Any) -> None:
-        """Callback for worker threads: ``value`` is the result dict or the exception."""
-        if ok:
-            self.respond(value)
-        else:
-            self.fail(value)
-
-    def cancel(self) -> None:
-        self.cancelled = True
-        if self.task is not None and not self.task.done():
-            self.task.cancel()
-        on_cancel = ON_CANCEL.get(self.method)
-        if on_cancel is not None:
-            on_cancel(self)
 
 
 async def _run(request: Request, outcome: Awaitable[Any]) -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 
-from resourcekit import App, Limits, MCPError
+from resourcekit import App, Context, Limits, MCPError
+from resourcekit.protocol import Connection, Server
 from resourcekit.testing import Client
 
 pytestmark = pytest.mark.anyio
@@ -149,3 +151,148 @@ async def test_notify_list_changed_with_an_endless_lister_answers() -> None:
             app.notify_list_changed()
             note = await client.next_notification(timeout=2)
             assert note["method"] == "notifications/resources/list_changed"
+
+
+# --- findings 8 and 13: workers, in-flight requests, cancelled batch members ----------------------
+
+
+def core(app: App, version: str = "2025-11-25") -> tuple[Server, Connection, list]:
+    server = Server(app)
+    server.start()
+    out: list = []
+    conn = server.connect(out.append)
+    conn.receive({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+    out.clear()
+    return server, conn, out
+
+
+def read(rid: int, uri: str) -> dict:
+    return {"jsonrpc": "2.0", "id": rid, "method": "resources/read", "params": {"uri": uri}}
+
+
+async def answered(out: list, ids: set, timeout: float = 3.0) -> dict:
+    got: dict = {}
+    for _ in range(int(timeout / 0.01)):
+        for message in out:
+            for item in message if isinstance(message, list) else [message]:
+                if item.get("id") in ids:
+                    got[item["id"]] = item
+        if set(got) == ids:
+            return got
+        await asyncio.sleep(0.01)
+    return got
+
+
+async def test_a_fast_sync_read_never_waits_behind_a_slow_one() -> None:
+    app = App("t")
+    release = threading.Event()
+    app.resource("slow://x")(lambda: "done" if release.wait(5) else "late")
+    app.resource("fast://x")(lambda: "fast")
+    server, conn, out = core(app)
+    try:
+        conn.receive(read(1, "slow://x"))
+        await asyncio.sleep(0.05)  # the slow job holds the only thread started so far
+        conn.receive(read(2, "fast://x"))
+        assert set(await answered(out, {2}, 2.0)) == {2}
+    finally:
+        release.set()
+        server.close()
+
+
+async def test_a_cancelled_queued_job_never_runs() -> None:
+    app = App("t", max_workers=1)
+    release = threading.Event()
+    calls: list[str] = []
+    app.resource("slow://x")(lambda: release.wait(5) and "done")
+    app.resource("counted://x")(lambda: calls.append("ran") or "x")
+    server, conn, out = core(app)
+    try:
+        conn.receive(read(1, "slow://x"))
+        conn.receive(read(2, "counted://x"))  # queued behind the only worker
+        conn.receive({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}})
+        release.set()
+        await answered(out, {1})
+        await asyncio.sleep(0.1)
+        assert calls == [] and all(m.get("id") != 2 for m in out)
+    finally:
+        server.close()
+
+
+async def test_in_flight_requests_are_capped_but_ping_answers() -> None:
+    app = App("t", limits=Limits(max_inflight=2))
+    release = threading.Event()
+    app.resource("slow://x")(lambda: release.wait(5) and "done")
+    server, conn, out = core(app)
+    try:
+        for rid in (1, 2, 3):
+            conn.receive(read(rid, "slow://x"))
+        conn.receive({"jsonrpc": "2.0", "id": 4, "method": "ping"})
+        got = await answered(out, {3, 4}, 1.0)
+        assert got[3]["error"]["code"] == -32603
+        assert got[3]["error"]["data"] == {"limit": "max_inflight", "max": 2}
+        assert got[4]["result"] == {}
+        release.set()
+        assert set(await answered(out, {1, 2})) == {1, 2}
+    finally:
+        server.close()
+
+
+async def test_a_batch_with_a_cancelled_member_is_answered() -> None:
+    app = App("t")
+    release = threading.Event()
+    app.resource("slow://x")(lambda: release.wait(5) and "done")
+    server, conn, out = core(app, "2025-03-26")
+    try:
+        conn.receive([read(1, "slow://x"), {"jsonrpc": "2.0", "id": 2, "method": "ping"}])
+        conn.receive({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+        got = await answered(out, {2}, 1.0)
+        assert got[2]["result"] == {}
+        assert [m for m in out if isinstance(m, list)] == [[got[2]]]
+        release.set()
+    finally:
+        server.close()
+
+
+async def test_initialize_twice_on_one_session_is_refused() -> None:
+    app = App("t")
+    server, conn, out = core(app, "2025-11-25")
+    try:
+        conn.receive({"jsonrpc": "2.0", "id": 5, "method": "initialize", "params": {
+            "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        assert out[0]["error"]["code"] == -32600
+        assert conn.protocol_version == "2025-11-25"
+    finally:
+        server.close()
+
+
+# --- finding 10: Context.log messages precede their response ---------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["async", "sync"])
+async def test_log_messages_precede_the_response(kind: str) -> None:
+    app = App("t")
+
+    async def async_handler(ctx: Context) -> str:
+        ctx.log("info", "reading")
+        return "x"
+
+    def sync_handler(ctx: Context) -> str:
+        ctx.log("info", "reading")
+        return "x"
+
+    app.resource("a://x")(async_handler if kind == "async" else sync_handler)
+    server, conn, out = core(app)
+    try:
+        conn.receive({"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "debug"}})
+        out.clear()
+        for rid in range(2, 12):
+            conn.receive(read(rid, "a://x"))
+        await answered(out, set(range(2, 12)))
+        order = ["log" if m.get("method") == "notifications/message" else "answer" for m in out]
+        assert order.count("log") == order.count("answer") == 10
+        for position, item in enumerate(order):  # each answer is preceded by its own log message
+            if item == "answer":
+                assert order[:position].count("log") > order[:position].count("answer"), order
+    finally:
+        server.close()

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from ..handler import Handler
     from ..protocol import Connection, Request
 
-__all__ = ["PENDING", "Method", "Notification", "cache_hints", "check_uri", "str_param", "uri_param"]
+__all__ = ["PENDING", "Method", "Notification", "cache_hints", "check_uri", "in_worker", "str_param", "uri_param"]
 
 PENDING: Any = object()
 
@@ -53,3 +53,12 @@ def cache_hints(req: Request, result: dict[str, Any], handler: Handler | None = 
         result["cacheScope"] = scope
     return result
 
+
+def in_worker(req: Request, fn: Callable[[], dict[str, Any]]) -> Any:
+    """Answer ``req`` with ``fn()`` run in a worker thread, unless it is cancelled before it starts."""
+
+    def job() -> dict[str, Any] | None:
+        return None if req.cancelled else fn()
+
+    req.conn.server.runner.submit(job, req.complete)
+    return PENDING

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..context import LEVEL_RANK, LEVELS
-from ..errors import InvalidParams
+from ..errors import InvalidParams, InvalidRequest
 from ..versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, MODERN_VERSIONS
 from ._base import Method, Notification, cache_hints
 
@@ -28,6 +28,8 @@ def capabilities(version: str) -> dict[str, Any]:
 
 def initialize(req: Request) -> dict[str, Any]:
     conn = req.conn
+    if conn.protocol_version is not None:  # the version is negotiated once per session
+        raise InvalidRequest("Invalid Request: the session is already initialized")
     requested = req.params.get("protocolVersion")
     version = requested if requested in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE
     caps = req.params.get("capabilities")

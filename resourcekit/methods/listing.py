@@ -22,7 +22,7 @@ from ..handler import Handler, iter_lister_page
 from ..optin import OptIn
 from ..pagination import decode_cursor, encode_cursor
 from ..versions import META_VERSION
-from ._base import PENDING, Method, cache_hints, uri_param
+from ._base import Method, cache_hints, in_worker, uri_param
 from .children import children_from, listable, off_loop
 
 if TYPE_CHECKING:
@@ -154,8 +154,7 @@ def list_resources(req: Request) -> Any:
 
 
 def _in_worker(req: Request, page: Callable[[Request], dict[str, Any]]) -> Any:
-    req.conn.server.runner.submit(lambda: cache_hints(req, page(req)), req.complete)
-    return PENDING
+    return in_worker(req, lambda: cache_hints(req, page(req)))
 
 
 def _resources_page(req: Request, keep: Filter | None = None) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from ..errors import InvalidParams, NotModified, ResourceNotFound
 from ..limits import put_bounded
 from ..optin import FIELDS, SEP_2093
 from ..versions import META_VERSION
-from ._base import PENDING, Method, cache_hints, uri_param
+from ._base import PENDING, Method, cache_hints, in_worker, uri_param
 from .children import listable
 from .listing import capabilities, fresh_resource, last_segment, seed_fields
 
@@ -70,8 +70,7 @@ def serve(req: Request, uri: str, build: Build) -> Any:
             req.conn.app.router.forget(uri)  # no cache slot for what is not there
             raise
 
-    req.conn.server.runner.submit(job, req.complete)
-    return PENDING
+    return in_worker(req, job)
 
 
 async def _serve_async(req: Request, handler: Handler, uri: str, kwargs: dict[str, Any], build: Build) -> Any:
@@ -84,11 +83,15 @@ async def _serve_async(req: Request, handler: Handler, uri: str, kwargs: dict[st
 
 def _context(req: Request, uri: str, raw: dict[str, Any]) -> Context:
     conn = req.conn
-    loop = conn.server.loop
+    server = conn.server
 
     def emit(message: dict[str, Any]) -> None:
-        # handlers may log from worker threads; the reply channel belongs to the loop
-        loop.call_soon_threadsafe(req.notify, message)
+        # a log message goes out before the response: directly on the loop, and from a
+        # worker through the runner, whose deliveries keep the worker's order
+        if server.on_loop():
+            req.notify(message)
+        else:
+            server.runner.post(req.notify, message)
 
     return Context(
         conn.app, uri, params=raw, request_id=req.id, protocol_version=req.version,
@@ -203,9 +206,7 @@ def metadata(req: Request) -> Any:
 
     if handler.children is None:
         return build(False)
-    conn = req.conn
-    conn.server.runner.submit(lambda: build(listable(conn, handler, match.kwargs, strict=True)), req.complete)
-    return PENDING
+    return in_worker(req, lambda: build(listable(req.conn, handler, match.kwargs, strict=True)))
 
 
 # --- resources/get (seed 000) -----------------------------------------------------------------
