@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -83,11 +84,12 @@ def modern_headers(method: str, name: str | None = None) -> dict[str, str]:
     return headers
 
 
-def sse_events(response: httpx.Response, count: int, comments: list[str] | None = None) -> list[dict[str, str]]:
-    """Read ``count`` SSE events (``id``, ``data``...) from a streaming response."""
+def sse_events(response: httpx.Response | Iterator[str], count: int,
+               comments: list[str] | None = None) -> list[dict[str, str]]:
+    """Read ``count`` SSE events (``id``, ``data``...) from a streaming response (or its lines)."""
     events: list[dict[str, str]] = []
     current: dict[str, str] = {}
-    for line in response.iter_lines():
+    for line in response.iter_lines() if isinstance(response, httpx.Response) else response:
         if line.startswith(":"):
             if comments is not None:
                 comments.append(line)
@@ -216,14 +218,17 @@ def test_get_stream_subscription_updates_and_replay(fixture_url):
     _, headers = session(url)
     post(url, request(1, "resources/subscribe", {"uri": "counter://value"}), headers)
     time.sleep(0.2)
-    # two changes while no GET stream is open: buffered for the stream
+    # two changes while no GET stream is open: buffered for the stream, as one update (same URI)
     for rid in (2, 3):
         post(url, read(rid, "control://bump"), headers)
         time.sleep(0.2)
     get_headers = {"accept": "text/event-stream", **headers}
     with httpx.stream("GET", url, headers=get_headers, timeout=10) as response:
         assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
-        events = sse_events(response, 3)  # priming + two updates
+        lines = response.iter_lines()
+        events = sse_events(lines, 2)  # priming + one update
+        post(url, read(4, "control://bump"), headers)  # a change while the stream is open
+        events += sse_events(lines, 1)
     assert events[0].get("data", "") == ""
     updates = events[1:]
     assert [orjson.loads(e["data"])["params"]["uri"] for e in updates] == ["counter://value"] * 2
@@ -440,9 +445,15 @@ def test_limits_session_expiry_and_keepalive():
         time.sleep(1.2)
         assert post(endpoint, request(3, "ping"), headers).status_code == 404
         assert post(endpoint, probe, probe_headers).json()["result"]["contents"][0]["text"] == "0"
-        # at most two sessions
+        # at most two sessions: an idle one makes room for a new one, so keep both busy
         _, first = session(endpoint)
-        session(endpoint)
+        _, second = session(endpoint)
+        held = [threading.Thread(target=post, args=(endpoint, read(9, "slow://held"), h)) for h in (first, second)]
+        for thread in held:
+            thread.start()
+        held_probe = read(10, "debug://held", modern=True)
+        wait_for(lambda: post(endpoint, held_probe, modern_headers("resources/read", "debug://held"))
+                 .json()["result"]["contents"][0]["text"] == "2")
         refused = post(endpoint, INIT)
         assert refused.status_code == 503 and "retry-after" in refused.headers
         # at most one open stream; quiet streams carry keep-alive comments (every 0.2 s here)
@@ -467,6 +478,10 @@ def test_limits_session_expiry_and_keepalive():
         assert post(endpoint, listen, modern_headers("subscriptions/listen")).status_code == 503
         holder.join(10)
         assert comments == [": keep-alive"] * 3
+        for headers in (first, second):  # ending a session answers its waiting POST
+            assert httpx.delete(endpoint, headers=headers, timeout=10).status_code == 204
+        for thread in held:
+            thread.join(10)
 
 
 def test_stopping_ends_open_streams_gracefully():

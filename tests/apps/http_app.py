@@ -13,7 +13,7 @@ import sys
 from resourcekit import App, Context
 
 app = App("http-fixture", max_message_size=64 * 1024)
-state = {"n": 0}
+state = {"n": 0, "held": 0}
 
 
 @app.resource("counter://value")
@@ -53,6 +53,20 @@ async def slow_logged(ctx: Context) -> str:
     ctx.log("info", "started")
     await asyncio.sleep(1.0)
     return "done"
+
+
+@app.resource("slow://held")
+async def slow_held() -> str:
+    """In flight until cancelled or its session ends: keeps a session busy for a test."""
+    state["held"] += 1
+    await asyncio.Event().wait()
+    return "never"
+
+
+@app.resource("debug://held")
+def held() -> str:
+    """How many slow://held reads have started."""
+    return str(state["held"])
 
 
 @app.resource("log://chatty")

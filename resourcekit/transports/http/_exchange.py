@@ -8,12 +8,17 @@ that lasts until the final message.
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import logging
 from typing import Any
 
 from ...protocol import Connection
 from ._headers import Headers, HTTPError, Receive, Send, respond, respond_json, status_of
 from ._sessions import Session
-from ._sse import CANCELLED, ENDED, PRIMING_VERSION, Inbox, OpenStreams, plain_event, sse_headers, write
+from ._sse import CANCELLED, ENDED, PRIMING_VERSION, Inbox, OpenStreams, Stream, plain_event, sse_headers, write
+
+log = logging.getLogger("resourcekit")
 
 
 async def exchange(
@@ -27,13 +32,16 @@ async def exchange(
     watch: bool = False,
     session: Session | None = None,
     issue_session: bool = False,
+    bound: int = 0,
 ) -> None:
     """Hand one POST body to the core and send back what it answers.
 
     ``watch``: a disconnect cancels the request (2026-07-28); in the handshake era it
     does not (the client cancels with notifications/cancelled), so nobody listens.
+    ``bound``: a long-lived stream (``subscriptions/listen``) queues at most that many
+    notifications for a client that does not read them; past it the stream is closed.
     """
-    inbox = Inbox()
+    inbox = Inbox(bound)
     conn.receive(message, inbox.put)
     ids = _request_ids(message)
     if not inbox.items and not any(rid in conn.inflight for rid in ids):
@@ -46,7 +54,7 @@ async def exchange(
         session.waiting[inbox] = ids
     try:
         json_ok, sse_ok = accepts
-        first = inbox.items.popleft() if inbox.items else await inbox.next(receive, watch)
+        first = inbox.pop() if inbox.items else await inbox.next(receive, watch)
         if not sse_ok:  # a JSON-only client: request-scoped notifications cannot reach it
             while first is not None and first is not CANCELLED and first is not ENDED \
                     and not _is_final(first):
@@ -96,21 +104,55 @@ async def _stream(
         await send({"type": "http.response.start", "status": 200, "headers": sse_headers(extra)})
         if stream is not None and conn.protocol_version == PRIMING_VERSION:
             await write(send, stream.priming())
-        item = first
-        while True:
-            await write(send, stream.event(item) if stream is not None else plain_event(item))
-            if _is_final(item):
-                break
-            item = await inbox.next(receive, watch, send, streams.keepalive)
-            if item is None:
-                return
-            if item is CANCELLED or item is ENDED:
-                break
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        relay = _relay(first, inbox, receive, send, watch, stream, streams.keepalive)
+        if not inbox.limit:
+            await relay
+            return
+        pump = asyncio.ensure_future(relay)
+        inbox.on_overflow = functools.partial(_overflowed, conn, pump)
+        try:
+            await asyncio.wait({pump})
+        finally:
+            pump.cancel()
+        if not pump.cancelled():
+            pump.result()
     finally:
         streams.release()
         if stream is not None:
             stream.finish()
+
+
+async def _relay(item: Any, inbox: Inbox, receive: Receive, send: Send, watch: bool, stream: Stream | None,
+                 every: float) -> None:
+    """Write notifications as they come, then the final message, and end the response.
+
+    Once a GET with ``Last-Event-ID`` resumed this stream, the client has lost this
+    response: it is ended, and what follows goes to the resumer only.
+    """
+    live = True
+    while True:
+        data = stream.event(item) if stream is not None else plain_event(item)
+        if live and stream is not None and stream.resumer is not None:
+            live = False
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        if live:
+            await write(send, data)
+        if _is_final(item):
+            break
+        item = await inbox.next(receive, watch, send if live else None, every)
+        if item is None:
+            return
+        if item is CANCELLED or item is ENDED:
+            break
+    if live:
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _overflowed(conn: Connection, pump: asyncio.Future[None]) -> None:
+    log.warning("a subscriptions/listen stream was closed: its client left %d notifications unread",
+                conn.app.limits.max_pending_notifications)
+    pump.cancel()
+    conn.close()  # ends the listen request and its subscriptions
 
 
 async def _unanswered(send: Send, why: Any, sse_ok: bool) -> None:

@@ -49,11 +49,16 @@ def check_host_and_origin(
     raise HTTPError(403, f"Origin {origin!r} is not allowed")
 
 
-async def authorize(auth: AuthHook, headers: RequestHeaders) -> None:
-    """Call the ``auth`` hook (sync or async); it refuses by raising ``HTTPError``."""
+async def authorize(auth: AuthHook, headers: RequestHeaders) -> Any:
+    """Call the ``auth`` hook (sync or async); it refuses by raising ``HTTPError``.
+
+    Returns the principal: what the hook returned, unless ``None`` or ``True`` (which
+    allow without naming anyone, as a hook returning nothing always has).
+    """
     outcome = auth(headers.decoded())
     if inspect.isawaitable(outcome):
-        await outcome
+        outcome = await outcome
+    return None if outcome is None or outcome is True else outcome
 
 
 @functools.lru_cache(maxsize=256)

@@ -134,6 +134,11 @@ def check_modern_headers(message: Any, headers: RequestHeaders) -> None:
                                  {"header": "Mcp-Name", "expected": uri, "actual": name})
 
 
+def is_digits(text: str) -> bool:
+    """ASCII digits only: ``str.isdigit`` also admits superscripts (``int`` refuses them) and other scripts' digits."""
+    return text.isascii() and text.isdigit()
+
+
 def decode_header(value: str) -> str | None:
     """A ``=?base64?...?=`` value decoded (None if malformed); any other value as is."""
     if value.startswith("=?base64?") and value.endswith("?=") and len(value) >= 11:

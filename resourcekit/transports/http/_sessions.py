@@ -12,80 +12,86 @@ import asyncio
 import logging
 import secrets
 import time
-from collections import deque
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from ...protocol import Connection
-from ._headers import HTTPError
-from ._sse import CANCELLED, ENDED, Inbox, Stream
+from ._headers import HTTPError, is_digits
+from ._sse import CANCELLED, ENDED, Inbox, Replay, Stream
 
 log = logging.getLogger("resourcekit")
-
-POST_STREAMS_KEPT = 64  # finished POST streams a session keeps for Last-Event-ID
 
 
 class Session:
     """A handshake-era session: its Connection, its streams, and the POSTs waiting on it."""
 
-    __slots__ = ("conn", "counter", "id", "last_seen", "listener", "nonce", "outbox", "replay",
-                 "standalone", "streams", "waiting")
+    __slots__ = ("conn", "counter", "id", "last_seen", "limits", "listener", "nonce", "outbox", "principal",
+                 "replay", "standalone", "waiting")
 
-    def __init__(self, sid: str, replay: int) -> None:
+    def __init__(self, sid: str, limits: SessionLimits, principal: Any = None) -> None:
         self.id = sid
+        self.limits = limits
+        self.principal = principal  # what the auth hook said of whoever created it
         self.conn: Connection | None = None
         self.last_seen = time.monotonic()
-        self.replay = replay
         # event ids name the stream; the nonce keeps ids of an earlier session from matching
         self.nonce = secrets.token_hex(4)
         self.counter = 0
-        self.streams: dict[bytes, Stream] = {}
+        self.replay = Replay(limits.replay_bytes, limits.replay_events)
         self.standalone = self.new_stream()
         self.listener: Inbox | None = None  # the open GET stream, if any
-        self.outbox: deque[Any] = deque(maxlen=replay)  # messages waiting for a GET stream
+        # messages waiting for a GET stream: coalesced like a stream's, the oldest dropped past the limit
+        self.outbox = self._outbox()
         self.waiting: dict[Inbox, list[Any]] = {}  # POSTs awaiting answers -> their request ids
 
+    @property
+    def streams(self) -> dict[bytes, Stream]:
+        return self.replay.streams
+
+    def _outbox(self) -> Inbox:
+        return Inbox(self.limits.max_pending, self._outbox_full)
+
+    def _outbox_full(self) -> None:
+        log.warning("session %s…: no GET stream reads its notifications; %d dropped", self.id[:6],
+                    self.limits.max_pending)
+        self.outbox = self._outbox()
+
     def new_stream(self) -> Stream:
-        stream = Stream(b"%s-%d" % (self.nonce.encode(), self.counter), self.replay)
+        stream = self.replay.open(b"%s-%d" % (self.nonce.encode(), self.counter))
         self.counter += 1
-        if len(self.streams) > POST_STREAMS_KEPT:
-            oldest = next(k for k in self.streams if k != self.standalone.key)
-            del self.streams[oldest]
-        self.streams[stream.key] = stream
         return stream
 
     def replay_after(self, last_event_id: str) -> tuple[Stream, list[bytes]]:
         """The stream a ``Last-Event-ID`` names, and its kept events after that one."""
         key, _, number = last_event_id.rpartition(".")
+        self.replay.prune()
         resumed = self.streams.get(key.encode("latin-1"))
-        if resumed is None or not number.isdigit():
+        if resumed is None or not is_digits(number):
             raise HTTPError(400, "Unknown Last-Event-ID: not a stream of this session")
         return resumed, resumed.after(int(number))
 
     def deliver(self, message: Any) -> None:
         """The Connection's ``send``: messages not tied to a request go to the GET stream."""
-        if self.listener is not None:
-            self.listener.put(message)
-        else:
-            if len(self.outbox) == self.outbox.maxlen:
-                log.debug("session %s…: no GET stream open, dropping the oldest buffered message", self.id[:6])
-            self.outbox.append(message)
+        (self.listener or self.outbox).put(message)
 
-    def attach_listener(self) -> tuple[Inbox, list[Any]]:
+    def attach_listener(self, on_overflow: Callable[[], None]) -> tuple[Inbox, list[Any]]:
         """A new GET stream, and the messages it starts with (those buffered meanwhile)."""
-        pending = list(self.outbox)
-        self.outbox.clear()
+        pending = self.outbox.take()
         if self.listener is not None:  # the newest GET stream takes over (the old one may be half-open)
             pending = self.listener.take() + pending
             self.listener.put(ENDED)
-        listener = self.listener = Inbox()
+        listener = self.listener = Inbox(self.limits.max_pending, on_overflow)
         return listener, pending
 
     def detach_listener(self, listener: Inbox) -> None:
         if self.listener is listener:
             self.listener = None
+            self.last_seen = time.monotonic()  # idle from now, not from when the stream opened
             # undelivered messages wait for the next GET stream
-            self.outbox = deque([*listener.take(), *self.outbox], maxlen=self.replay)
+            waiting = self.outbox.take()
+            for message in [*listener.take(), *waiting]:
+                self.outbox.put(message)
 
     def wake_cancelled(self) -> None:
         """After a notification: POSTs whose requests were cancelled will get no answer."""
@@ -97,40 +103,65 @@ class Session:
                 inbox.put(CANCELLED)
 
     def busy(self) -> bool:
-        return self.listener is not None or (self.conn is not None and bool(self.conn.inflight))
+        """A request in flight or a stream open: neither expired nor evicted."""
+        return (self.listener is not None or bool(self.waiting)
+                or any(s.resumer is not None for s in self.streams.values())
+                or (self.conn is not None and bool(self.conn.inflight)))
 
 
-class SessionTable(dict[str, Session]):
-    """The live sessions by id, with the limits that apply to them."""
+class SessionLimits:
+    """What bounds one session and the table (from ``Limits``, or ``ASGIApp``'s overrides)."""
 
-    __slots__ = ("idle_timeout", "max_sessions", "replay")
+    __slots__ = ("idle_timeout", "max_pending", "max_sessions", "replay_bytes", "replay_events")
 
-    def __init__(self, idle_timeout: float, max_sessions: int, replay: int) -> None:
-        super().__init__()
+    def __init__(self, idle_timeout: float, max_sessions: int, replay_bytes: int, replay_events: int,
+                 max_pending: int) -> None:
         self.idle_timeout = idle_timeout
         self.max_sessions = max_sessions
-        self.replay = replay
+        self.replay_bytes = replay_bytes
+        self.replay_events = replay_events
+        self.max_pending = max_pending
 
-    def create(self, connect: Callable[[Callable[[Any], None]], Connection]) -> Session:
-        """A new session whose Connection ``connect`` opens; 503 when the table is full."""
+
+class SessionTable(OrderedDict[str, Session]):
+    """The live sessions by id, least recently used first."""
+
+    __slots__ = ("limits",)
+
+    def __init__(self, limits: SessionLimits) -> None:
+        super().__init__()
+        self.limits = limits
+
+    def create(self, connect: Callable[[Callable[[Any], None]], Connection], principal: Any = None) -> Session:
+        """A new session whose Connection ``connect`` opens.
+
+        At ``max_sessions`` the least recently used idle session makes room; when every
+        session is busy, 503.
+        """
         self.expire()
-        if len(self) >= self.max_sessions:
-            raise HTTPError(503, "Too many sessions", [(b"retry-after", b"5")])
-        session = Session(secrets.token_urlsafe(24), self.replay)
+        if len(self) >= self.limits.max_sessions:
+            idle = next((s for s in self.values() if not s.busy()), None)
+            if idle is None:
+                raise HTTPError(503, "Too many sessions", [(b"retry-after", b"5")])
+            log.info("session %s… evicted (least recently used) for a new one", idle.id[:6])
+            self.end(idle)
+        session = Session(secrets.token_urlsafe(24), self.limits, principal)
         session.conn = connect(session.deliver)
         self[session.id] = session
         return session
 
-    def lookup(self, sid: str) -> Session:
-        """The session ``Mcp-Session-Id`` names, if it lives (404 otherwise); it is seen now."""
+    def lookup(self, sid: str, principal: Any = None) -> Session:
+        """The session ``Mcp-Session-Id`` names, if it lives and belongs to ``principal``
+        (404 otherwise: another principal learns nothing of it); it is seen now."""
         session = self.get(sid)
         now = time.monotonic()
-        if session is None:
+        if session is None or session.principal != principal:
             raise HTTPError(404, "Session not found or expired: initialize again")
-        if now - session.last_seen > self.idle_timeout and not session.busy():
+        if now - session.last_seen > self.limits.idle_timeout and not session.busy():
             self.end(session)
             raise HTTPError(404, "Session expired: initialize again")
         session.last_seen = now
+        self.move_to_end(sid)
         return session
 
     def end(self, session: Session) -> None:
@@ -147,7 +178,7 @@ class SessionTable(dict[str, Session]):
                 stream.resumer.put(ENDED)
 
     def expire(self) -> None:
-        cutoff = time.monotonic() - self.idle_timeout
+        cutoff = time.monotonic() - self.limits.idle_timeout
         for session in [s for s in self.values() if s.last_seen < cutoff]:
             if not session.busy():
                 log.info("session %s… expired", session.id[:6])
@@ -155,7 +186,8 @@ class SessionTable(dict[str, Session]):
 
     async def reap(self) -> None:
         """Expire idle sessions on a timer, so that their subscriptions end without a request."""
-        interval = min(max(self.idle_timeout / 4, 0.05), 30.0)
+        interval = min(max(self.limits.idle_timeout / 4, 0.05), 30.0)
         while True:
             await asyncio.sleep(interval)
             self.expire()
+

@@ -7,7 +7,9 @@ can resume it with GET + ``Last-Event-ID``; 2026-07-28 streams carry no ids.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -16,10 +18,17 @@ from ._headers import Headers, HTTPError, Receive, Send
 
 KEEPALIVE = b": keep-alive\n\n"
 PRIMING_VERSION = "2025-11-25"  # the first revision with the SSE priming event (SEP-1699)
+FINISHED_GRACE = 30.0  # seconds a finished stream stays resumable
+POST_STREAMS_KEPT = 64  # streams a session keeps for Last-Event-ID at most
 
 # what a waiting response can be woken with besides a message from the core
 CANCELLED: Any = object()  # notifications/cancelled took the request away: no answer follows
 ENDED: Any = object()  # the session (or the server) ended, or a newer GET stream took over
+
+# notifications that say "look again": a second one about the same thing adds nothing
+UPDATED = "notifications/resources/updated"
+CONTENT_CHANGED = "notifications/resources/content_changed"
+LIST_CHANGED = "notifications/resources/list_changed"
 
 
 class Inbox:
@@ -27,18 +36,64 @@ class Inbox:
 
     ``watcher`` is the pending ``receive()`` that reports the client going away, for
     the responses that need to know (2026-07-28 requests, long-lived streams).
+
+    With a ``limit`` (GET and listen streams) the queue is bounded: an ``updated`` or
+    ``content_changed`` for a URI already queued, or a second ``list_changed``, is merged
+    into the queued one; past ``limit`` other messages the inbox *overflows*: it is
+    emptied, takes nothing more, and ``on_overflow`` is called (the stream is closed).
     """
 
-    __slots__ = ("items", "waiter", "watcher")
+    __slots__ = ("items", "keys", "limit", "on_overflow", "others", "overflowed", "waiter", "watcher")
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = 0, on_overflow: Callable[[], None] | None = None) -> None:
         self.items: deque[Any] = deque()
         self.waiter: asyncio.Future[None] | None = None
         self.watcher: asyncio.Future[dict[str, Any]] | None = None
+        self.limit = limit
+        self.keys: dict[tuple[str, ...], Any] = {}  # coalescing key -> the queued message
+        self.others = 0  # queued messages that do not coalesce
+        self.overflowed = False
+        self.on_overflow = on_overflow
 
     def put(self, message: Any) -> None:
+        if self.limit:
+            if self.overflowed:
+                return
+            key = coalescing_key(message)
+            if key is not None:
+                queued = self.keys.get(key)
+                if queued is not None:
+                    if key[0] == CONTENT_CHANGED:
+                        queued.clear()  # nobody else holds a queued message: the newest state wins
+                        queued.update(message)
+                    return
+                self.keys[key] = message
+            elif message is not ENDED and message is not CANCELLED:
+                self.others += 1
+                if self.others > self.limit:
+                    self.overflow()
+                    return
         self.items.append(message)
         self.wake()
+
+    def overflow(self) -> None:
+        self.overflowed = True
+        self.items.clear()
+        self.keys.clear()
+        self.others = 0
+        if self.on_overflow is not None:
+            self.on_overflow()
+
+    def pop(self) -> Any:
+        message = self.items.popleft()
+        if self.limit:
+            key = coalescing_key(message)
+            if key is not None:
+                if self.keys.get(key) is message:
+                    del self.keys[key]
+            elif message is not ENDED and message is not CANCELLED:
+                self.others -= 1
+        return message
 
     def wake(self, *_: object) -> None:
         waiter = self.waiter
@@ -55,6 +110,8 @@ class Inbox:
         """The messages not yet consumed (sentinels aside), removed."""
         items = [m for m in self.items if m is not ENDED and m is not CANCELLED]
         self.items.clear()
+        self.keys.clear()
+        self.others = 0
         return items
 
     def stop_watching(self) -> None:
@@ -68,7 +125,7 @@ class Inbox:
         line there every ``every`` seconds.
         """
         if self.items:
-            return self.items.popleft()
+            return self.pop()
         loop = asyncio.get_running_loop()
         while True:
             if watch and self.watcher is None:
@@ -79,7 +136,7 @@ class Inbox:
             if timer is not None:
                 timer.cancel()
             if self.items:
-                return self.items.popleft()
+                return self.pop()
             watcher = self.watcher
             if watcher is not None and watcher.done():
                 self.watcher = None
@@ -90,23 +147,44 @@ class Inbox:
                 await keepalive({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
 
 
+def coalescing_key(message: Any) -> tuple[str, ...] | None:
+    """What makes a queued notification redundant: the same kind about the same URI."""
+    if type(message) is not dict:
+        return None
+    method = message.get("method")
+    if method == LIST_CHANGED:
+        return (method,)
+    if method in (UPDATED, CONTENT_CHANGED):
+        params = message.get("params")
+        if type(params) is dict:
+            about = params.get("resource") if method == CONTENT_CHANGED else params
+            uri = about.get("uri") if type(about) is dict else None
+            if type(uri) is str:
+                return (method, uri)
+    return None
+
+
 class Stream:
-    """One SSE stream of a session: events are numbered ``KEY.N`` and the last few kept,
-    so a client can resume this stream (and only this one) with GET + ``Last-Event-ID``."""
+    """One SSE stream of a session: events are numbered ``KEY.N`` and the last few kept
+    (within the session's ``Replay`` budget), so a client can resume this stream, and
+    only this one, with GET + ``Last-Event-ID``."""
 
-    __slots__ = ("done", "events", "key", "last", "resumer")
+    __slots__ = ("done", "events", "finished_at", "key", "last", "replay", "resumer")
 
-    def __init__(self, key: bytes, replay: int) -> None:
+    def __init__(self, key: bytes, replay: Replay) -> None:
         self.key = key
         self.last = 0
-        self.events: deque[tuple[int, bytes]] = deque(maxlen=replay)
+        self.replay = replay
+        self.events: deque[tuple[int, int, bytes]] = deque()  # (session-wide order, N, event)
         self.resumer: Inbox | None = None  # a GET that resumed this POST stream while it runs
         self.done = False
+        self.finished_at = 0.0
 
     def event(self, message: Any) -> bytes:
+        """Number and keep one event; a resumer (if any) gets it too."""
         self.last += 1
         data = b"id: %s.%d\nevent: message\ndata: %s\n\n" % (self.key, self.last, orjson.dumps(message))
-        self.events.append((self.last, data))
+        self.replay.keep(self, self.last, data)
         if self.resumer is not None:
             self.resumer.put(data)
         return data
@@ -117,12 +195,65 @@ class Stream:
         return b"id: %s.%d\ndata: \n\n" % (self.key, self.last)
 
     def after(self, number: int) -> list[bytes]:
-        return [data for n, data in self.events if n > number]
+        return [data for _, n, data in self.events if n > number]
 
     def finish(self) -> None:
         self.done = True
+        self.finished_at = time.monotonic()
         if self.resumer is not None:
             self.resumer.put(ENDED)
+
+
+class Replay:
+    """A session's streams and the events they keep for ``Last-Event-ID``.
+
+    At most ``budget`` bytes in all, whole events dropped oldest first (an event larger
+    than the budget is never kept), at most ``per_stream`` events a stream, and a
+    finished stream only ``grace`` seconds: resumption exists for streams cut before
+    their response, which a client notices at once.
+    """
+
+    __slots__ = ("budget", "grace", "per_stream", "seq", "size", "streams")
+
+    def __init__(self, budget: int, per_stream: int, grace: float = FINISHED_GRACE) -> None:
+        self.budget = budget
+        self.per_stream = per_stream
+        self.grace = grace
+        self.seq = 0
+        self.size = 0  # bytes of the events kept
+        self.streams: dict[bytes, Stream] = {}
+
+    def open(self, key: bytes) -> Stream:
+        self.prune()
+        stream = self.streams[key] = Stream(key, self)
+        return stream
+
+    def keep(self, stream: Stream, number: int, data: bytes) -> None:
+        if len(data) > self.budget or stream.key not in self.streams:
+            return
+        self.seq += 1
+        stream.events.append((self.seq, number, data))
+        self.size += len(data)
+        if len(stream.events) > self.per_stream:
+            self.size -= len(stream.events.popleft()[2])
+        while self.size > self.budget:
+            oldest = min((s for s in self.streams.values() if s.events), key=lambda s: s.events[0][0])
+            self.size -= len(oldest.events.popleft()[2])
+
+    def prune(self) -> None:
+        """Forget finished streams past their grace period, and the oldest beyond the count."""
+        cutoff = time.monotonic() - self.grace
+        finished = [s for s in self.streams.values() if s.done]
+        excess = len(self.streams) - POST_STREAMS_KEPT
+        for stream in finished:
+            if stream.finished_at < cutoff or excess > 0:
+                excess -= 1
+                self.forget(stream)
+
+    def forget(self, stream: Stream) -> None:
+        if self.streams.pop(stream.key, None) is stream:
+            self.size -= sum(len(data) for _, _, data in stream.events)
+            stream.events.clear()
 
 
 class OpenStreams:

@@ -34,12 +34,13 @@ from ._headers import (
     accepts,
     check_modern_headers,
     error_body,
+    is_digits,
     is_modern,
     respond,
     respond_json,
 )
-from ._sessions import SessionTable
-from ._sse import ENDED, PRIMING_VERSION, OpenStreams, resume, sse_headers, write
+from ._sessions import Session, SessionLimits, SessionTable
+from ._sse import ENDED, PRIMING_VERSION, Inbox, OpenStreams, resume, sse_headers, write
 
 if TYPE_CHECKING:
     from ...app import App
@@ -56,12 +57,16 @@ class ASGIApp:
     loopback address, only loopback names (DNS-rebinding protection). Set it when serving
     on a public interface.
     ``auth``: ``auth(headers)`` (sync or async; header names lower-cased) returns to allow,
-    or raises ``HTTPError(401 or 403, message)`` to refuse.
-    ``session_idle_timeout``: seconds without a request (and no GET stream or request in
-    flight) after which a handshake-era session and its subscriptions end.
-    ``max_sessions`` / ``max_streams``: beyond them, 503. ``keepalive``: seconds between
-    SSE comment lines on quiet streams. ``replay``: events kept per stream for resumption,
-    and messages buffered for a session while no GET stream is open.
+    or raises ``HTTPError(401 or 403, message)`` to refuse. What it returns, unless
+    ``None`` or ``True``, is the principal: a session belongs to the principal that
+    created it, and is "not found" (404) for any other.
+
+    The limits come from ``app.limits`` (``resourcekit.Limits``: ``max_sessions``,
+    ``session_idle_timeout``, ``max_replay_bytes``, ``max_stream_lifetime``,
+    ``max_pending_notifications``, ``max_message_size``); ``session_idle_timeout`` and
+    ``max_sessions`` given here override them. ``max_streams``: open SSE responses, beyond
+    it 503. ``keepalive``: seconds between SSE comment lines on quiet streams.
+    ``replay``: events kept per stream for resumption (within ``max_replay_bytes``).
 
     Under a plain ASGI server the ``lifespan`` protocol starts and stops it. Mounted in
     another app that does not forward lifespan events (Starlette's ``Mount``), it starts
@@ -76,8 +81,8 @@ class ASGIApp:
         path: str = "/mcp",
         allowed_origins: Iterable[str] = (),
         allowed_hosts: Iterable[str] | None = None,
-        session_idle_timeout: float = 1800.0,
-        max_sessions: int = 1000,
+        session_idle_timeout: float | None = None,
+        max_sessions: int | None = None,
         max_streams: int = 1000,
         keepalive: float = 15.0,
         replay: int = 256,
@@ -88,16 +93,20 @@ class ASGIApp:
         self.allowed_origins = frozenset(o.rstrip("/").lower() for o in allowed_origins)
         self.allowed_hosts = None if allowed_hosts is None else frozenset(bare_host(h) for h in allowed_hosts)
         self.auth = auth
-        self.sessions = SessionTable(session_idle_timeout, max_sessions, replay)
+        self.limits = limits = app.limits.replace(session_idle_timeout=session_idle_timeout,
+                                                  max_sessions=max_sessions)
+        self.sessions = SessionTable(SessionLimits(
+            limits.session_idle_timeout, limits.max_sessions, limits.max_replay_bytes, replay,
+            limits.max_pending_notifications))
         self._streams = OpenStreams(max_streams, keepalive)
         self.closed = False
         self._server: Server | None = None
         self._reaper: asyncio.Task[None] | None = None
 
     # each limit lives with what it limits; read it here under the constructor's name
-    session_idle_timeout = property(attrgetter("sessions.idle_timeout"))
-    max_sessions = property(attrgetter("sessions.max_sessions"))
-    replay = property(attrgetter("sessions.replay"))
+    session_idle_timeout = property(attrgetter("sessions.limits.idle_timeout"))
+    max_sessions = property(attrgetter("sessions.limits.max_sessions"))
+    replay = property(attrgetter("sessions.limits.replay_events"))
     max_streams = property(attrgetter("_streams.limit"))
     keepalive = property(attrgetter("_streams.keepalive"))
     open_streams = property(attrgetter("_streams.count"))
@@ -198,20 +207,19 @@ class ASGIApp:
             return
         if self.closed:
             raise HTTPError(503, "Server is shutting down", [(b"retry-after", b"5")])
-        if self.auth is not None:
-            await authorize(self.auth, headers)
+        principal = None if self.auth is None else await authorize(self.auth, headers)
         if method == "POST":
-            await self._post(headers, receive, send)
+            await self._post(headers, receive, send, principal)
         elif method == "GET":
-            await self._get(headers, receive, send)
+            await self._get(headers, receive, send, principal)
         elif method == "DELETE":
-            await self._delete(headers, send)
+            await self._delete(headers, send, principal)
         else:
             raise HTTPError(405, f"Method {method} not allowed", ALLOW)
 
     # --- POST ----------------------------------------------------------------------
 
-    async def _post(self, headers: RequestHeaders, receive: Receive, send: Send) -> None:
+    async def _post(self, headers: RequestHeaders, receive: Receive, send: Send, principal: Any) -> None:
         if not headers.text(b"content-type").lower().startswith("application/json"):
             raise HTTPError(415, "Content-Type must be application/json")
         accepted = accepts(headers.text(b"accept"))
@@ -226,12 +234,14 @@ class ASGIApp:
         if is_modern(message, headers):
             await self._post_modern(message, headers, receive, send, accepted)
         else:
-            await self._post_session(message, headers, receive, send, accepted)
+            await self._post_session(message, headers, receive, send, accepted, principal)
 
     async def _read_body(self, headers: RequestHeaders, receive: Receive) -> bytes:
-        limit = self.app.max_message_size
+        limit = self.limits.max_message_size
         declared = headers.text(b"content-length")
-        if declared.isdigit() and int(declared) > limit:
+        if declared and not is_digits(declared):
+            raise HTTPError(400, "Content-Length must be ASCII digits")
+        if declared and int(declared) > limit:
             raise HTTPError(413, f"Body larger than {limit} bytes")
         chunks: list[bytes] = []
         size = 0
@@ -259,13 +269,13 @@ class ASGIApp:
         if not accepted[1] and message.get("method") == "subscriptions/listen":
             raise HTTPError(406, "subscriptions/listen answers with a stream: Accept must list text/event-stream")
         conn = self.server.connect(_discard, stateless=True)
-        await exchange(conn, message, receive, send, accepted, self._streams, watch=True)
+        bound = self.limits.max_pending_notifications if message.get("method") == "subscriptions/listen" else 0
+        await exchange(conn, message, receive, send, accepted, self._streams, watch=True, bound=bound)
 
-    async def _post_session(
-        self, message: Any, headers: RequestHeaders, receive: Receive, send: Send, accepted: tuple[bool, bool]
-    ) -> None:
+    async def _post_session(self, message: Any, headers: RequestHeaders, receive: Receive, send: Send,
+                            accepted: tuple[bool, bool], principal: Any) -> None:
         if type(message) is dict and message.get("method") == "initialize" and "id" in message:
-            await self._initialize(message, receive, send, accepted)
+            await self._initialize(message, receive, send, accepted, principal)
             return
         sid = headers.opt(SESSION_HEADER)
         if not sid:
@@ -273,7 +283,7 @@ class ASGIApp:
                 "Bad Request: Mcp-Session-Id header is required (initialize first, or send a "
                 f"2026-07-28 request with _meta['{META_PROTOCOL_VERSION}'])")))
             return
-        session = self.sessions.lookup(sid)
+        session = self.sessions.lookup(sid, principal)
         version = headers.opt(VERSION_HEADER)
         if version is not None and version not in HANDSHAKE_VERSIONS:
             await respond_json(send, 400, error_response(None, InvalidRequest(
@@ -283,10 +293,9 @@ class ASGIApp:
         assert session.conn is not None
         await exchange(session.conn, message, receive, send, accepted, self._streams, session=session)
 
-    async def _initialize(
-        self, message: dict[str, Any], receive: Receive, send: Send, accepted: tuple[bool, bool]
-    ) -> None:
-        session = self.sessions.create(self.server.connect)
+    async def _initialize(self, message: dict[str, Any], receive: Receive, send: Send, accepted: tuple[bool, bool],
+                          principal: Any) -> None:
+        session = self.sessions.create(self.server.connect, principal)
         assert session.conn is not None
         try:
             await exchange(session.conn, message, receive, send, accepted, self._streams, session=session,
@@ -297,50 +306,72 @@ class ASGIApp:
 
     # --- GET and DELETE ---------------------------------------------------------------
 
-    async def _get(self, headers: RequestHeaders, receive: Receive, send: Send) -> None:
+    async def _get(self, headers: RequestHeaders, receive: Receive, send: Send, principal: Any) -> None:
         sid = headers.opt(SESSION_HEADER)
         if not sid or headers.opt(VERSION_HEADER) in MODERN_VERSIONS:
             raise HTTPError(405, "GET needs a handshake-era session; 2026-07-28 uses subscriptions/listen",
                             [(b"allow", b"POST")])
         if not accepts(headers.text(b"accept"))[1]:
             raise HTTPError(406, "Accept must list text/event-stream")
-        session = self.sessions.lookup(sid)
-        stream = session.standalone
+        session = self.sessions.lookup(sid, principal)
         replay: list[bytes] = []
         last = headers.opt(b"last-event-id")
         if last:
             resumed, replay = session.replay_after(last)
-            if resumed is not stream:
+            if resumed is not session.standalone:
                 await resume(resumed, replay, receive, send, self._streams)
                 return
         self._streams.claim()
-        listener, pending = session.attach_listener()
+        pump: asyncio.Future[None] | None = None
+
+        def overflowed() -> None:
+            log.warning("session %s…: GET stream closed: the client left %d notifications unread",
+                        session.id[:6], self.limits.max_pending_notifications)
+            if pump is not None:
+                pump.cancel()
+
+        listener, pending = session.attach_listener(overflowed)
+        # a stream ends after max_stream_lifetime (the client reconnects), so no session is held for good
+        timer = asyncio.get_running_loop().call_later(self.limits.max_stream_lifetime, listener.put, ENDED)
         try:
-            await send({"type": "http.response.start", "status": 200, "headers": sse_headers()})
-            assert session.conn is not None
-            if not last and session.conn.protocol_version == PRIMING_VERSION:
-                await write(send, stream.priming())
-            for data in replay:
-                await write(send, data)
-            for message in pending:
-                await write(send, stream.event(message))
-            while True:
-                item = await listener.next(receive, True, send, self._streams.keepalive)
-                if item is None or item is ENDED:
-                    break
-                await write(send, stream.event(item))
-            if item is not None:
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            pump = asyncio.ensure_future(self._get_stream(session, listener, pending, replay, not last,
+                                                          receive, send))
+            await asyncio.wait({pump})
+            if not pump.cancelled():
+                pump.result()
         finally:
+            timer.cancel()
+            if pump is not None:
+                pump.cancel()
             listener.stop_watching()
             self._streams.release()
             session.detach_listener(listener)
 
-    async def _delete(self, headers: RequestHeaders, send: Send) -> None:
+    async def _get_stream(self, session: Session, listener: Inbox, pending: list[Any], replay: list[bytes],
+                          priming: bool, receive: Receive, send: Send) -> None:
+        stream = session.standalone
+        await send({"type": "http.response.start", "status": 200, "headers": sse_headers()})
+        assert session.conn is not None
+        if priming and session.conn.protocol_version == PRIMING_VERSION:
+            await write(send, stream.priming())
+        for data in replay:
+            await write(send, data)
+        for message in pending:
+            await write(send, stream.event(message))
+        while True:
+            item = await listener.next(receive, True, send, self._streams.keepalive)
+            if item is None:
+                return  # the client went away
+            if item is ENDED:
+                break
+            await write(send, stream.event(item))
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _delete(self, headers: RequestHeaders, send: Send, principal: Any) -> None:
         sid = headers.opt(SESSION_HEADER)
         if not sid:
             raise HTTPError(405, "DELETE ends a handshake-era session: send Mcp-Session-Id", [(b"allow", b"POST")])
-        self.sessions.end(self.sessions.lookup(sid))
+        self.sessions.end(self.sessions.lookup(sid, principal))
         await respond(send, 204, b"")
 
 
