@@ -1,4 +1,4 @@
-"""``run_http``: serve an App with uvicorn (the ``http`` extra), optionally reloading."""
+"""``run_http``: serve an App with uvicorn and httptools (the ``http`` extra), optionally reloading."""
 
 from __future__ import annotations
 
@@ -28,8 +28,11 @@ def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, relo
     """
     try:
         import uvicorn
+
+        from ._uvicorn import BoundedHeadersProtocol
     except ImportError:
-        raise SystemExit("resourcekit: error: HTTP needs uvicorn: pip install 'resourcekit[http]'") from None
+        raise SystemExit("resourcekit: error: HTTP needs uvicorn and httptools: pip install 'resourcekit[http]'") \
+            from None
 
     configure_logging()
     level = os.environ.get("RESOURCEKIT_LOG_LEVEL", "warning").lower()
@@ -40,7 +43,7 @@ def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, relo
         print(f"resourcekit: serving {reload_target} at http://{shown}:{port}/mcp, reloading on changes "
               f"in {reload_dir}", file=sys.stderr)
         uvicorn.run(RELOAD_FACTORY, factory=True, reload=True, reload_dirs=[reload_dir], host=host, port=port,
-                    log_level=level, timeout_graceful_shutdown=SHUTDOWN_GRACE)
+                    log_level=level, timeout_graceful_shutdown=SHUTDOWN_GRACE, http=BoundedHeadersProtocol)
         return
     assert app is not None
     asgi = ASGIApp(app, **options)
@@ -53,10 +56,11 @@ def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, relo
             super().handle_exit(sig, frame)
 
     # no proxy-header rewriting (nothing here trusts a proxy by default) and no Date/Server
-    # headers: together they cost more per request than MCP's own work
+    # headers: together they cost more per request than MCP's own work; header sections
+    # bounded in size and time (Limits.max_header_bytes, header_timeout)
     config = uvicorn.Config(asgi, host=host, port=port, log_level=level, lifespan="on",
                             timeout_graceful_shutdown=SHUTDOWN_GRACE, proxy_headers=False,
-                            date_header=False, server_header=False)
+                            date_header=False, server_header=False, http=BoundedHeadersProtocol)
     print(f"resourcekit: serving {app.name!r} at http://{shown}:{port}{asgi.path}", file=sys.stderr)
     with contextlib.suppress(KeyboardInterrupt):
         _Server(config).run()

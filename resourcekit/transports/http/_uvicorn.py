@@ -1,0 +1,94 @@
+"""uvicorn's httptools protocol with a bounded header section: in bytes and in time.
+
+httptools (llhttp) buffers a header section of any size and uvicorn never times one
+out, so a client could send ``X: `` and megabytes without the final CRLF, or one byte
+a second (slowloris), and hold memory and a connection for good.  Here the bytes
+received while a header section is incomplete are counted (past ``max_header_bytes``:
+431 and the connection closed), and a header section must be complete
+``header_timeout`` seconds after the connection opens or the request's first byte
+arrives (else the connection is closed).  Both come from the served app's ``Limits``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from ...limits import DEFAULT_LIMITS, Limits
+
+log = logging.getLogger("resourcekit")
+
+_MESSAGE = b"Request header fields too large\n"
+TOO_LARGE = (b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\n"
+             b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(_MESSAGE), _MESSAGE))
+
+
+def _limits_of(app: Any) -> Limits:
+    """The ``Limits`` of the served ``ASGIApp``, under whatever middleware uvicorn wrapped it in."""
+    for _ in range(8):
+        limits = getattr(app, "limits", None)
+        if isinstance(limits, Limits):
+            return limits
+        app = getattr(app, "app", None)
+    return DEFAULT_LIMITS
+
+
+class BoundedHeadersProtocol(HttpToolsProtocol):
+    """``HttpToolsProtocol`` that refuses header sections too large or too slow."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        limits = _limits_of(self.config.loaded_app)
+        self.max_header_bytes = limits.max_header_bytes
+        self.header_timeout = limits.header_timeout
+        self.head: int | None = None  # bytes of the incomplete header section, None outside one
+        self.head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._start_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_head()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self.transport.is_closing():
+            return
+        super().data_received(data)
+        if self.head is not None and not self.transport.is_closing():
+            self.head += len(data)
+            if self.head > self.max_header_bytes:
+                log.debug("header section over %d bytes: 431, connection closed", self.max_header_bytes)
+                self._stop_head()
+                self.transport.write(TOO_LARGE)
+                self.transport.close()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if self.head is None:
+            self._start_head()
+
+    def on_headers_complete(self) -> None:
+        self._stop_head()
+        super().on_headers_complete()
+
+    def _start_head(self) -> None:
+        self.head = 0
+        if self.head_timer is None:
+            self.head_timer = self.loop.call_later(self.header_timeout, self._head_timed_out)
+
+    def _stop_head(self) -> None:
+        self.head = None
+        if self.head_timer is not None:
+            self.head_timer.cancel()
+            self.head_timer = None
+
+    def _head_timed_out(self) -> None:
+        self.head_timer = None
+        if self.head is not None and not self.transport.is_closing():
+            log.debug("header section not complete after %s s: connection closed", self.header_timeout)
+            self.transport.close()
