@@ -20,6 +20,24 @@ from .transports.http import run_http
 
 __all__ = ["find_app", "load_app", "main"]
 
+# (flag, type, help); the flag names a Limits field. HTTP-only ones are in HTTP_ONLY.
+LIMIT_FLAGS: list[tuple[str, type[int] | type[float], str]] = [
+    ("--max-message-size", int, "bytes of one incoming message"),
+    ("--max-uri-length", int, "characters of a URI in any request"),
+    ("--max-inflight", int, "requests one connection may have in flight"),
+    ("--max-subscriptions", int, "URIs one session may subscribe to"),
+    ("--max-pending-notifications", int, "notifications queued for one subscriber"),
+    ("--max-sessions", int, "HTTP: concurrent sessions (the least recently used idle one is evicted)"),
+    ("--session-idle-timeout", float, "HTTP: seconds an idle session lives"),
+    ("--max-replay-bytes", int, "HTTP: bytes of SSE events one session keeps for Last-Event-ID"),
+    ("--max-stream-lifetime", float, "HTTP: seconds one GET stream stays open"),
+    ("--max-header-bytes", int, "HTTP: bytes of a request's header section"),
+    ("--header-timeout", float, "HTTP: seconds to send a complete header section"),
+]
+HTTP_ONLY = ("--host", "--port", "--reload", "--max-sessions", "--session-idle-timeout", "--max-replay-bytes",
+             "--max-stream-lifetime", "--max-header-bytes", "--header-timeout")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="resourcekit", description="Serve and inspect MCP resources written with resourcekit."
@@ -28,10 +46,13 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="serve an app over stdio (default) or HTTP")
     run.add_argument("target", metavar="FILE[:ATTR]")
     run.add_argument("--transport", choices=("stdio", "http"), default="stdio")
-    run.add_argument("--host", default="127.0.0.1")
-    run.add_argument("--port", type=int, default=8000)
+    run.add_argument("--host", help="HTTP: the address to bind (default 127.0.0.1)")
+    run.add_argument("--port", type=int, help="HTTP: the port (default 8000)")
     run.add_argument("--reload", action="store_true",
                      help="restart when the app's directory changes (HTTP only, needs the http extra)")
+    limits = run.add_argument_group("limits", "override the app's Limits (see README, \"Limits\")")
+    for flag, kind, about in LIMIT_FLAGS:
+        limits.add_argument(flag, type=kind, metavar="N", help=about)
     show = commands.add_parser("list", help="list an app's resources and templates")
     show.add_argument("target", metavar="FILE[:ATTR]")
     show.add_argument("--json", action="store_true", help="print JSON for scripts")
@@ -60,15 +81,39 @@ def _fail(message: str) -> NoReturn:
     raise SystemExit(1)
 
 
+def _given(args: argparse.Namespace, flag: str) -> bool:
+    value = getattr(args, flag[2:].replace("-", "_"))
+    return value is not None and value is not False
+
+
 def _run(args: argparse.Namespace) -> None:
+    limits = {flag[2:].replace("-", "_"): getattr(args, flag[2:].replace("-", "_")) for flag, _, _ in LIMIT_FLAGS}
     if args.transport == "stdio":
-        load_app(args.target).run("stdio")
+        for flag in HTTP_ONLY:
+            if _given(args, flag):
+                raise CLIError(f"{flag} only applies to --transport http")
+        _with_limits(load_app(args.target), limits).run("stdio")
         return
+    host = "127.0.0.1" if args.host is None else args.host
+    port = 8000 if args.port is None else args.port
     if args.reload:
+        given = [flag for flag, _, _ in LIMIT_FLAGS if _given(args, flag)]
+        if given:  # each reloaded process loads the app afresh: set limits in App(limits=...) instead
+            raise CLIError(f"{given[0]} cannot be combined with --reload; set it in App(limits=Limits(...))")
         directory = os.path.dirname(os.path.abspath(split_target(args.target)[0]))
-        run_http(None, host=args.host, port=args.port, reload_target=args.target, reload_dir=directory)
+        run_http(None, host=host, port=port, reload_target=args.target, reload_dir=directory)
     else:
-        run_http(load_app(args.target), host=args.host, port=args.port)
+        run_http(_with_limits(load_app(args.target), limits), host=host, port=port)
+
+
+def _with_limits(app: App, limits: dict[str, int | float | None]) -> App:
+    """The app with the limits given on the command line (the others as the app set them)."""
+    try:
+        app.limits = app.limits.replace(**limits)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    app.router.max_uri_length = app.limits.max_uri_length  # the router copied it at construction
+    return app
 
 
 async def _list(app: App, as_json: bool) -> None:

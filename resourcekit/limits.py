@@ -28,7 +28,7 @@ class Limits:
     max_message_size: int = 4 * MiB
     #: characters of a URI in any request: -32602 before any template is tried
     max_uri_length: int = 8 * KiB
-    #: bytes of an HTTP request's header section: HTTP 431
+    #: bytes of an HTTP request's header section: HTTP 431 and the connection closed
     max_header_bytes: int = 64 * KiB
     #: seconds a client may take to send a complete header section: the connection is closed
     header_timeout: float = 10.0
@@ -45,13 +45,14 @@ class Limits:
     #: distinct notifications queued for one subscriber; a URI already pending is not queued twice,
     #: and a subscriber this far behind has its stream closed (HTTP) with a log line
     max_pending_notifications: int = 1000
-    #: bytes of SSE events one HTTP session keeps for Last-Event-ID resumption (oldest dropped first)
+    #: bytes of SSE events one HTTP session keeps for Last-Event-ID resumption (whole events, oldest
+    #: dropped first; a finished stream is kept 30 s); resuming past what was dropped misses those events
     max_replay_bytes: int = 1 * MiB
     #: concurrent HTTP sessions; at the cap the least recently used idle one is evicted, else HTTP 503
     max_sessions: int = 1000
-    #: seconds an idle HTTP session lives
+    #: seconds an idle HTTP session (no request in flight, no stream open) lives; then HTTP 404
     session_idle_timeout: float = 600.0
-    #: seconds one HTTP GET or listen stream may stay open before it is ended (the client reconnects)
+    #: seconds one HTTP GET stream may stay open before it is ended cleanly (the client reconnects)
     max_stream_lifetime: float = 3600.0
     #: items one list page may examine (listers, filter, children); past it the page comes back
     #: short with a nextCursor
