@@ -28,6 +28,7 @@ __all__ = ["run_stdio", "serve_stdio"]
 
 log = logging.getLogger("resourcekit")
 SHUTDOWN_GRACE = 5.0
+OUTPUT_HIGH_WATER = 1024 * 1024  # bytes of unread output before stdin is no longer read
 
 
 class _Writer:
@@ -51,6 +52,30 @@ class _Writer:
             data = b"".join(self._buffer) if len(self._buffer) > 1 else self._buffer[0]
             self._buffer.clear()
             self._transport.write(data)
+
+
+class _Flow(asyncio.Protocol):
+    """Backpressure: stop reading stdin while the client leaves our output unread.
+
+    Above ``OUTPUT_HIGH_WATER`` bytes of unwritten output the pipe transport calls
+    ``pause_writing``; reading resumes once it drained.  Requests already taken
+    still answer (at most ``Limits.max_inflight`` of them), nothing more is read.
+    """
+
+    def __init__(self) -> None:
+        self.reading: Any = None  # the stdin transport, once there is one
+        self.writable = asyncio.Event()
+        self.writable.set()
+
+    def pause_writing(self) -> None:
+        self.writable.clear()
+        if self.reading is not None:
+            self.reading.pause_reading()
+
+    def resume_writing(self) -> None:
+        self.writable.set()
+        if self.reading is not None and not self.reading.is_closing():
+            self.reading.resume_reading()
 
 
 class _FileTransport:
@@ -78,41 +103,57 @@ class _FileTransport:
 
 
 class _Reader(asyncio.Protocol):
-    """Splits stdin into lines; an oversized line is answered and skipped."""
+    """Splits stdin into lines; an oversized line is answered and skipped.
+
+    A partial line waits in a buffer that each byte enters once, so a long line
+    arriving in small reads costs time linear in its length.
+    """
 
     def __init__(self, conn: Connection, limit: int, done: asyncio.Future[None]) -> None:
         self._conn = conn
         self._limit = limit
         self._done = done
-        self._pending = b""
+        self._pending = bytearray()
         self._skipping = False
 
     def data_received(self, data: bytes) -> None:
-        if self._pending:
-            data = self._pending + data
-            self._pending = b""
         start = 0
-        feed = self._conn.feed
+        if self._skipping or self._pending:
+            end = data.find(b"\n")
+            if end < 0:
+                if not self._skipping:
+                    self._pending += data
+                    if len(self._pending) > self._limit:
+                        self._too_large()
+                        self._pending.clear()
+                        self._skipping = True
+                return
+            if self._skipping:
+                self._skipping = False
+            else:
+                self._pending += data[:end]
+                line = bytes(self._pending)
+                self._pending.clear()
+                self._line(line)
+            start = end + 1
         while True:
             end = data.find(b"\n", start)
             if end < 0:
                 break
-            if self._skipping:
-                self._skipping = False
-            elif end - start > self._limit:
-                self._too_large()
-            elif end > start:
-                line = data[start:end]
-                if not line.isspace():
-                    feed(line)
+            self._line(data[start:end])
             start = end + 1
-        rest = data[start:]
-        if len(rest) > self._limit:
-            if not self._skipping:
+        if start < len(data):
+            if len(data) - start > self._limit:
                 self._too_large()
                 self._skipping = True
-        elif not self._skipping:
-            self._pending = rest
+            else:
+                self._pending += data[start:]
+
+    def _line(self, line: bytes) -> None:
+        if len(line) > self._limit:
+            self._too_large()
+        elif line and not line.isspace():
+            self._conn.feed(line)
 
     def _too_large(self) -> None:
         self._conn.send(error_response(None, InvalidRequest(
@@ -120,8 +161,8 @@ class _Reader(asyncio.Protocol):
 
     def eof_received(self) -> bool:
         if self._pending.strip():
-            self._conn.feed(self._pending)
-        self._pending = b""
+            self._conn.feed(bytes(self._pending))
+        self._pending.clear()
         if not self._done.done():
             self._done.set_result(None)
         return False
@@ -137,22 +178,24 @@ async def serve_stdio(app: Registry, stdin: Any = None, stdout_fd: int | None = 
     server = Server(app)
     server.start()
     out_fd = stdout_fd if stdout_fd is not None else _take_stdout()
+    flow = _Flow()
     write_transport: Any
     if stat.S_ISREG(os.fstat(out_fd).st_mode):  # output redirected to a file: plain blocking writes
         write_transport = _FileTransport(out_fd)
     else:
-        write_transport, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(out_fd, "wb", buffering=0))
+        write_transport, _ = await loop.connect_write_pipe(lambda: flow, os.fdopen(out_fd, "wb", buffering=0))
+        write_transport.set_write_buffer_limits(high=OUTPUT_HIGH_WATER)
     writer = _Writer(write_transport)
     conn = server.connect(writer.send)
     done: asyncio.Future[None] = loop.create_future()
     stdin = stdin if stdin is not None else sys.stdin.buffer
-    try:
-        read_transport, _ = await loop.connect_read_pipe(
-            lambda: _Reader(conn, app.max_message_size, done), stdin
-        )
-    except ValueError:  # a regular file: pipes and ttys only work with the selector loop
-        read_transport = None
-        file_reader = loop.create_task(_read_file(stdin, _Reader(conn, app.max_message_size, done)))
+    reader = _Reader(conn, app.max_message_size, done)
+    read_transport: Any = None
+    if _pollable(stdin):
+        read_transport, _ = await loop.connect_read_pipe(lambda: reader, stdin)
+        flow.reading = read_transport
+    else:  # a regular file or /dev/null (nohup, systemd, docker run without -i): epoll refuses them
+        file_reader = loop.create_task(_read_file(stdin, reader, flow))
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGTERM, _finish, done)
     try:
@@ -185,9 +228,20 @@ async def _drain_writes(transport: Any) -> None:
         await asyncio.sleep(0.01)
 
 
-async def _read_file(stream: Any, reader: _Reader) -> None:
+def _pollable(stream: Any) -> bool:
+    """Can the event loop wait for this stream (a pipe, a socket, a terminal)?"""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
+
+
+async def _read_file(stream: Any, reader: _Reader, flow: _Flow) -> None:
     loop = asyncio.get_running_loop()
     while True:
+        await flow.writable.wait()
         chunk = await loop.run_in_executor(None, stream.read1 if hasattr(stream, "read1") else stream.read, 65536)
         if not chunk:
             reader.eof_received()
