@@ -140,14 +140,24 @@ class Handler:
         return kwargs
 
     def instance_uri(self, values: Mapping[str, Any]) -> str:
-        """Expand the template with typed values (a lister's output)."""
+        """Expand the template with typed values (a lister's output).
+
+        A value given in its wire form (an Enum's plain value, a number as a string)
+        is converted first; ValueError when it does not convert.
+        """
         assert self.template is not None
         strings: dict[str, Any] = {}
         for name, value in values.items():
             param = self.sig.params.get(name)
             if param is None or value is None:
                 continue
-            strings[name] = param.convertor.format(value)
+            conv = param.convertor
+            try:
+                strings[name] = conv.format(value)
+            except (TypeError, ValueError, AttributeError):
+                if not isinstance(value, (str, int, float)):
+                    raise
+                strings[name] = conv.format(conv.parse(str(value)))
         uri: str = self.template.expand(**strings)
         return uri
 

@@ -3,14 +3,17 @@
 Items get increasing sequence numbers; a page is "the next ``limit`` live items
 after sequence ``s``", found by bisection, so each page costs O(log n + page)
 and a cursor stays valid when items are added or removed between pages.
-Cursors are opaque to clients but are plain ``kind:number[:number]`` inside,
-base64url-wrapped.
+Cursors are opaque to clients: ``kind:number[:number]`` and an HMAC of it under
+a key made when the process starts, base64url-wrapped.  A cursor the server did
+not issue (a forged offset, say) is refused with -32602 before it costs anything.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hmac
+import secrets
 from bisect import bisect_right
 from collections.abc import Iterator
 from typing import Generic, TypeVar
@@ -77,18 +80,29 @@ def _seq(entry: tuple[int, object]) -> int:
     return entry[0]
 
 
+_KEY = secrets.token_bytes(32)
+_TAG = 8  # bytes of HMAC-SHA256 kept: forging one is a 2**64 guess
+
+
+def _tag(raw: bytes) -> bytes:
+    return hmac.digest(_KEY, raw, "sha256")[:_TAG]
+
+
 def encode_cursor(kind: str, *numbers: int) -> str:
     raw = ":".join([kind, *map(str, numbers)]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return base64.urlsafe_b64encode(raw + _tag(raw)).decode().rstrip("=")
 
 
 def decode_cursor(cursor: object, kinds: tuple[str, ...]) -> tuple[str, list[int]]:
-    """Parse a cursor from a client; InvalidParams (-32602) for anything not ours."""
+    """Parse a cursor from a client; InvalidParams (-32602) for anything we did not issue."""
     if not isinstance(cursor, str) or len(cursor) > 200:
         raise InvalidParams("Invalid cursor", {"cursor": cursor})
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        kind, *rest = raw.split(":")
+        signed = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        raw, tag = signed[:-_TAG], signed[-_TAG:]
+        if len(signed) <= _TAG or not hmac.compare_digest(tag, _tag(raw)):
+            raise ValueError("not ours")
+        kind, *rest = raw.decode("ascii").split(":")
         numbers = [int(n) for n in rest]
     except (binascii.Error, UnicodeDecodeError, ValueError):
         raise InvalidParams("Invalid cursor", {"cursor": cursor}) from None

@@ -13,130 +13,44 @@ opted in get the fields ``optin.FIELDS`` names on every listed object.
 
 from __future__ import annotations
 
+import logging
 import zlib
-from collections.abc import Callable, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
+from itertools import chain, islice
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidParams, ResourceNotFound
 from ..handler import Handler, iter_lister_page
+from ..limits import put_bounded
 from ..optin import OptIn
 from ..pagination import decode_cursor, encode_cursor
 from ..versions import META_VERSION
 from ._base import Method, cache_hints, in_worker, uri_param
-from .children import children_from, listable, off_loop
+from .children import children_from, listable
+from .wire import (
+    INSTANCE_FIELDS,
+    Decorate,
+    capabilities,
+    last_segment,
+    resource_decorator,
+    resource_wire,
+    seed_fields,
+    template_fields,
+)
 
 if TYPE_CHECKING:
     from ..protocol import Request
-    from ..tracking import Tracker
 
-__all__ = ["METHODS", "capabilities", "filter_for", "resource_wire", "seed_fields"]
+__all__ = ["METHODS", "filter_for"]
+
+log = logging.getLogger("resourcekit")
 
 FILTER_KEYS = ("kind", "mimeType", "uriPrefix")
-_INSTANCE_FIELDS = ("name", "title", "description", "mimeType", "size", "annotations", "icons")
-_CHILD_FIELDS = _INSTANCE_FIELDS
+_CHILD_FIELDS = INSTANCE_FIELDS
 
 Keep = Callable[[dict[str, Any], "str | None"], bool]
 Filter = Callable[[dict[str, Any], Handler], bool]
-Decorate = Callable[[dict[str, Any], Handler], None]
-
-
-# --- Resource objects -------------------------------------------------------------------------
-
-
-def resource_wire(handler: Handler, versions: Mapping[str, str], uri: str | None = None,
-                  extra: Mapping[str, Any] | None = None, decorate: Decorate | None = None) -> dict[str, Any]:
-    """A Resource object for ``uri`` (a concrete handler's own URI by default).
-
-    ``versions``: the tracker's ``versions`` for a concrete handler, its
-    ``instance_versions`` for a template.  The common case is shared rather than
-    copied: listing 100,000 resources is one dict lookup each.  Callers that change
-    the object take a copy (``fresh_resource``).
-    """
-    if handler.template is None and decorate is None and not handler.meta:
-        version = versions.get(handler.uri)
-        if version is None:
-            return handler.wire
-        return {**handler.wire, "_meta": {META_VERSION: version}}
-    wire = dict(handler.wire)
-    if handler.template is not None:
-        del wire["uriTemplate"]
-        wire["uri"] = uri
-        wire["name"] = uri
-    if extra:
-        for key in _INSTANCE_FIELDS:
-            if key in extra:
-                wire[key] = extra[key]
-    meta = dict(handler.meta) if handler.meta else {}
-    version = versions.get(wire["uri"])
-    if version is not None:
-        meta[META_VERSION] = version
-    if decorate is not None:
-        decorate(wire, handler)
-    if meta:
-        wire["_meta"] = meta
-    return wire
-
-
-def fresh_resource(handler: Handler, tracker: Tracker | None, uri: str) -> dict[str, Any]:
-    """A Resource object for ``uri`` that the caller may change."""
-    if tracker is None:
-        return dict(resource_wire(handler, {}, uri if handler.template is not None else None))
-    if handler.template is None:
-        return dict(resource_wire(handler, tracker.versions))
-    return dict(resource_wire(handler, tracker.instance_versions, uri))
-
-
-def capabilities(is_listable: bool, subscribe: bool = True) -> dict[str, bool]:
-    """SEP-2093's per-resource capabilities."""
-    return {"list": is_listable, "subscribe": subscribe}
-
-
-def seed_fields(wire: dict[str, Any], handler: Handler | None, tracker: Tracker,
-                item: Mapping[str, Any] | None = None) -> None:
-    """Seed 000's ``kind``, ``version`` and ``metadata`` (an item's own, else its handler's)."""
-    kind = item.get("kind") if item is not None else None
-    metadata = item.get("metadata") if item is not None else None
-    if handler is not None:
-        kind = kind if kind is not None else handler.kind
-        metadata = metadata if metadata is not None else handler.metadata
-    if kind is not None:
-        wire["kind"] = kind
-    version = tracker.version(wire["uri"])
-    if version is not None:
-        wire["version"] = version
-    if metadata:
-        wire["metadata"] = dict(metadata)
-
-
-def _resource_decorator(req: Request, opt: OptIn) -> Decorate | None:
-    """Extra fields for the Resources of one page (None: standard objects)."""
-    if not opt.any:
-        return None
-    sep, seed = opt.sep_2093, opt.resources_get
-    precise = sep and off_loop()  # template instances are listed by listers, in a worker
-    conn, tracker = req.conn, req.conn.app.tracker
-
-    def decorate(wire: dict[str, Any], handler: Handler) -> None:
-        if sep:
-            is_listable = handler.children is not None
-            if is_listable and precise and handler.template is not None:
-                match = conn.app.router.match(wire["uri"])
-                is_listable = match is not None and listable(conn, match.handler, match.kwargs, strict=False)
-            wire["capabilities"] = capabilities(is_listable)
-        if seed:
-            seed_fields(wire, handler, tracker)
-
-    return decorate
-
-
-def _template_fields(wire: dict[str, Any], handler: Handler, opt: OptIn) -> None:
-    if opt.sep_2093:
-        wire["capabilities"] = capabilities(handler.children is not None)  # upper bound for instances
-    if opt.resources_get:
-        if handler.kind is not None:
-            wire["kind"] = handler.kind
-        if handler.metadata:
-            wire["metadata"] = dict(handler.metadata)
 
 
 # --- resources/list ---------------------------------------------------------------------------
@@ -167,11 +81,14 @@ def _resources_page(req: Request, keep: Filter | None = None) -> dict[str, Any]:
     if cursor is not None:
         kind, numbers = decode_cursor(cursor, ("r", "l"))
     out: list[dict[str, Any]] = []
-    decorate = _resource_decorator(req, req.optin)
+    decorate = resource_decorator(req, req.optin)
+    budget = app.limits.page_scan_budget  # items one page may examine: a filter cannot spin
+    scanned = 0
     if kind == "r":
         after = numbers[0]
-        while len(out) < limit:
-            page, more = app.resources.page(after, limit - len(out))
+        while len(out) < limit and scanned < budget:
+            page, more = app.resources.page(after, min(limit - len(out), budget - scanned))
+            scanned += len(page)
             for seq, handler in page:
                 after = seq
                 wire = resource_wire(handler, versions, decorate=decorate)
@@ -179,7 +96,7 @@ def _resources_page(req: Request, keep: Filter | None = None) -> dict[str, Any]:
                     out.append(wire)
             if not more:
                 break
-        else:
+        else:  # the page is full, or its scan budget spent: the walk resumes after ``after``
             return _page(out, encode_cursor("r", after))
         if not app.listed_templates:
             return _page(out, None)
@@ -188,21 +105,21 @@ def _resources_page(req: Request, keep: Filter | None = None) -> dict[str, Any]:
     tseq, offset = numbers[0], numbers[1] if len(numbers) > 1 else 0
     versions = tracker.instance_versions
     current = _template_at(req, tseq)
-    while len(out) < limit:
+    while len(out) < limit and scanned < budget:
         if current is None:
             page_t, _ = app.listed_templates.page(tseq, 1)
             if not page_t:
                 return _page(out, None)
             tseq, current = page_t[0]
             offset = 0
-        want = limit - len(out)
-        items = list(iter_lister_page(current, offset, want))
-        more = len(items) > want
-        for item in items[:want]:
+        want = min(limit - len(out), budget - scanned)
+        items, more = _lister_page(current, offset, want)
+        scanned += len(items)
+        for item in items:
             offset += 1
-            wire = _instance_wire(current, item, versions, decorate)
-            if keep is None or keep(wire, current):
-                out.append(wire)
+            instance = _instance_wire(current, item, versions, decorate)
+            if instance is not None and (keep is None or keep(instance, current)):
+                out.append(instance)
         if not more:
             current = None
     return _page(out, encode_cursor("l", tseq, offset) if current is not None or _more_templates(req, tseq) else None)
@@ -222,13 +139,42 @@ def _template_at(req: Request, tseq: int) -> Handler | None:
     return None  # removed between pages: continue with the next template
 
 
+def _lister_page(handler: Handler, offset: int, want: int) -> tuple[list[Any], bool]:
+    """``want`` items of a lister from ``offset``, and whether more follow.
+
+    A paged lister is asked for the page.  A plain iterable is not walked from its
+    start again for the next page: its iterator waits, parked under the offset the
+    next cursor names (a bounded number of them, oldest dropped).
+    """
+    if handler.lister_paged:
+        items = list(iter_lister_page(handler, offset, want))
+        return items[:want], len(items) > want
+    iterator = _PARKED.pop((handler, offset), None)
+    if iterator is None:
+        iterator = islice(handler.lister(), offset, None)
+    items = list(islice(iterator, want + 1))
+    if len(items) <= want:
+        return items, False
+    put_bounded(_PARKED, (handler, offset + want), chain(items[want:], iterator), MAX_PARKED)
+    return items[:want], True
+
+
+_PARKED: OrderedDict[tuple[Handler, int], Iterator[Any]] = OrderedDict()
+MAX_PARKED = 64
+
+
 def _instance_wire(handler: Handler, item: Any, versions: Mapping[str, str],
-                   decorate: Decorate | None) -> dict[str, Any]:
+                   decorate: Decorate | None) -> dict[str, Any] | None:
+    """The listed instance, or None (logged) when the lister's item does not make a URI."""
     if isinstance(item, str):
         return resource_wire(handler, versions, item, decorate=decorate)
-    if not isinstance(item, Mapping):
-        raise TypeError(f"lister of {handler.uri!r} yielded {type(item).__name__}, not a dict or str")
-    uri = handler.instance_uri(item)
+    try:
+        if not isinstance(item, Mapping):
+            raise TypeError(f"yielded {type(item).__name__}, not a dict or str")
+        uri = handler.instance_uri(item)
+    except (TypeError, ValueError, AttributeError, ArithmeticError) as exc:
+        log.warning("lister of %s: item %.200r left out of the list: %s", handler.uri, item, exc)
+        return None
     return resource_wire(handler, versions, uri, item, decorate)
 
 
@@ -274,10 +220,6 @@ def _not_listable(uri: str) -> InvalidParams:
     return InvalidParams(f"Invalid params: {uri} is not listable", {"uri": uri})
 
 
-def last_segment(uri: str) -> str:
-    return uri.rstrip("/").rsplit("/", 1)[-1] or uri
-
-
 def _children_page(req: Request) -> dict[str, Any]:
     """One page of a listable resource's direct children (in a worker)."""
     uri = uri_param(req)
@@ -303,14 +245,14 @@ def _children_page(req: Request) -> dict[str, Any]:
     opt = req.optin
     out: list[dict[str, Any]] = []
     result: dict[str, Any] = {"resources": out}
-    for position, item in children:
-        wire, kind = _child_wire(req, item, opt, keep is not None)
-        if keep is not None and not keep(wire, kind):
-            continue
-        if len(out) == limit:
+    budget = conn.app.limits.page_scan_budget  # an endless children generator cannot spin
+    for scanned, (position, item) in enumerate(children):
+        if len(out) == limit or scanned == budget:
             result["nextCursor"] = encode_cursor("c", position, _cursor_tag(uri))
             break
-        out.append(wire)
+        wire, kind = _child_wire(req, item, opt, keep is not None)
+        if keep is None or keep(wire, kind):
+            out.append(wire)
     return result
 
 
@@ -365,7 +307,7 @@ def list_templates(req: Request) -> dict[str, Any]:
         if handler.meta:
             wire["_meta"] = dict(handler.meta)
         if opt.any:
-            _template_fields(wire, handler, opt)
+            template_fields(wire, handler, opt)
         out.append(wire)
     result: dict[str, Any] = {"resourceTemplates": out}
     if more:

@@ -30,7 +30,7 @@ from ..optin import FIELDS, SEP_2093
 from ..versions import META_VERSION
 from ._base import PENDING, Method, cache_hints, in_worker, uri_param
 from .children import listable
-from .listing import capabilities, fresh_resource, last_segment, seed_fields
+from .wire import capabilities, fresh_resource, last_segment, seed_fields
 
 if TYPE_CHECKING:
     from ..handler import Handler

@@ -25,7 +25,7 @@ from ..errors import InvalidParams, LimitExceeded, ResourceNotFound
 from ..optin import RESOURCES_GET, wants
 from ..versions import META_SUBSCRIPTION_ID
 from ._base import PENDING, Method, check_uri, str_param
-from .listing import fresh_resource, seed_fields
+from .wire import fresh_resource, seed_fields
 
 if TYPE_CHECKING:
     from .._runner import ThreadRunner
