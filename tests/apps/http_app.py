@@ -81,5 +81,6 @@ def item(n: int) -> str:
 
 
 if __name__ == "__main__":
-    app.run("http", port=int(sys.argv[1]), session_idle_timeout=0.5, max_sessions=2, max_streams=1,
+    idle = float(os.environ.get("HTTP_APP_IDLE_TIMEOUT", "0.5"))
+    app.run("http", port=int(sys.argv[1]), session_idle_timeout=idle, max_sessions=2, max_streams=1,
             keepalive=0.2)
