@@ -10,6 +10,7 @@ and ``Mcp-Session-Id`` names.
 One module per concern, each importing only those listed after it:
 
 - ``serve``: ``run_http``, uvicorn and reloading.
+- ``_uvicorn``: uvicorn's httptools protocol with header sections bounded in size and time.
 - ``asgi``: ``ASGIApp``, which routes a request through the others.
 - ``_exchange``: one POST body in, nothing, one JSON body or an SSE stream out.
 - ``_sessions``: handshake-era sessions, their table, expiry.

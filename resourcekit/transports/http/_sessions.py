@@ -2,8 +2,9 @@
 
 ``initialize`` creates a session and ``Mcp-Session-Id`` names it afterwards. A session
 owns its Connection, its SSE streams (for resumption), the open GET stream and what
-waits for one; it ends on DELETE, at shutdown, or after ``idle_timeout`` seconds
-without a request while nothing is open.
+waits for one; it ends on DELETE, at shutdown, after ``idle_timeout`` seconds
+without a request while nothing is open, or when the table is full and it is the least
+recently used idle session.  It belongs to the principal the ``auth`` hook named.
 """
 
 from __future__ import annotations
