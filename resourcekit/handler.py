@@ -84,7 +84,7 @@ class Handler:
     the rarely-set ones live in a shared ``Options``.
     """
 
-    __slots__ = ("fn", "mime_type", "options", "seq", "sig", "template", "uri", "wire")
+    __slots__ = ("fn", "memo", "mime_type", "options", "seq", "sig", "template", "uri", "wire")
 
     def __init__(
         self,
@@ -105,6 +105,17 @@ class Handler:
         self.wire = wire  # the Resource / ResourceTemplate object as listed (without _meta)
         self.options = options
         self.seq = seq
+        # facts the protocol works out on first use (how to call children=, a warning given):
+        # kept here, so they go when the declaration goes
+        self.memo: dict[str, Any] | None = None
+
+    def remembered(self, key: str) -> Any:
+        return self.memo.get(key) if self.memo is not None else None
+
+    def remember(self, key: str, value: Any) -> None:
+        if self.memo is None:
+            self.memo = {}
+        self.memo[key] = value
 
     size = _delegate("size")
     meta = _delegate("meta")

@@ -21,6 +21,7 @@ import asyncio
 import hashlib
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -73,6 +74,7 @@ class Tracker:
         self._list_version: str | None = None
         self._polled: dict[Handler, set[str]] = {}  # watched URIs of each handler with poll=
         self._pollers: dict[Handler, asyncio.Task[None]] = {}
+        self._failures: OrderedDict[str, float] = OrderedDict()  # when a re-read last failed, per URI
         self.checks = 0  # how many re-reads ran: visible to tests and benchmarks
 
     def attach(self, reporter: Reporter) -> None:
@@ -175,7 +177,7 @@ class Tracker:
             versions = await asyncio.gather(*(self.read_version(u) for u in watched), return_exceptions=True)
             for uri, version in zip(watched, versions, strict=True):
                 if isinstance(version, BaseException):
-                    log.error("re-reading %s to check for changes failed", uri, exc_info=version)
+                    self._log_failure(uri, version)
                     continue
                 self.checks += 1
                 if version == GONE:  # deleted: no version to show in listings; subscribers hear it once
@@ -200,6 +202,18 @@ class Tracker:
         version: str = await self._in_thread(lambda: combined_version(
             to_contents(uri, handler.fn(**kwargs), handler.mime_type)))
         return version
+
+    def _log_failure(self, uri: str, exc: BaseException) -> None:
+        """A traceback the first time, then one line a minute at most: polling must not flood the log."""
+        now = time.monotonic()
+        last = self._failures.get(uri)
+        if last is not None and now - last < FAILURE_LOG_INTERVAL:
+            return
+        put_bounded(self._failures, uri, now, MAX_INSTANCE_VERSIONS)
+        if last is None:
+            log.error("re-reading %s to check for changes failed", uri, exc_info=exc)
+        else:
+            log.error("re-reading %s to check for changes still fails: %r", uri, exc)
 
     async def _in_thread(self, fn: Callable[[], Any]) -> Any:
         return await self._reporters[-1].runner.call(fn)
@@ -301,3 +315,4 @@ class Tracker:
 #: the version of a URI that nothing serves (deleted, or not found)
 GONE = "<gone>"
 MAX_INSTANCE_VERSIONS = 4096
+FAILURE_LOG_INTERVAL = 60.0

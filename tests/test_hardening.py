@@ -373,3 +373,24 @@ async def test_a_lister_item_with_an_enum_value_lists_and_a_bad_one_is_left_out(
     async with Client(app) as client:
         listed = [r["uri"] for r in await client.list_resources()]
     assert listed == ["plain://x", "animal://forest", "animal://sea"]
+
+
+# --- L8: a failing re-read does not flood the log -------------------------------------------------
+
+
+async def test_a_failing_poll_logs_once_not_every_interval(caplog: pytest.LogCaptureFixture) -> None:
+    app = App("t")
+    state = {"fail": False}
+
+    def flaky() -> str:
+        if state["fail"]:
+            raise RuntimeError("database down")
+        return "ok"
+
+    app.resource("poll://x", poll=0.02)(flaky)
+    async with Client(app) as client:
+        await client.subscribe("poll://x")
+        state["fail"] = True
+        await asyncio.sleep(0.5)  # about 25 failing re-reads
+    failures = [r for r in caplog.records if "re-reading poll://x" in r.getMessage()]
+    assert len(failures) == 1 and failures[0].exc_info is not None

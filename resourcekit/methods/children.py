@@ -52,13 +52,11 @@ class _Shape:
         self.generator = inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn)
 
 
-_SHAPES: dict[Handler, _Shape] = {}
-
-
 def _shape(handler: Handler) -> _Shape:
-    shape = _SHAPES.get(handler)
+    shape: _Shape | None = handler.remembered("children_shape")
     if shape is None:
-        shape = _SHAPES[handler] = _Shape(handler)
+        shape = _Shape(handler)
+        handler.remember("children_shape", shape)
     return shape
 
 

@@ -44,7 +44,6 @@ Build = Callable[["Request", "Handler", str, Any], dict[str, Any]]
 BuildListable = Callable[["Request", "Handler", str, Any, bool], dict[str, Any]]
 
 _OWN_FIELDS = tuple(f for f in FIELDS[SEP_2093]["content"] if f not in ("capabilities", "size"))
-_WARNED: set[Handler] = set()
 
 
 # --- the core of every read -------------------------------------------------------------------
@@ -152,8 +151,8 @@ def _decorate_contents(req: Request, handler: Handler, uri: str, contents: list[
                        is_listable: bool) -> None:
     """Give each content of a read its Resource metadata, following SEP-2093's multi-content rules."""
     foreign = any(c["uri"] != uri for c in contents)
-    if foreign and not is_listable and handler not in _WARNED:
-        _WARNED.add(handler)
+    if foreign and not is_listable and not handler.remembered("warned_foreign"):
+        handler.remember("warned_foreign", True)
         log.warning("%s returned contents for other URIs but is not listable: SEP-2093 clients get them "
                     "without capabilities; declare children= or return only %s", handler.uri, uri)
     show_caps = is_listable or not foreign
