@@ -52,7 +52,8 @@ class Limits:
     max_sessions: int = 1000
     #: seconds an idle HTTP session (no request in flight, no stream open) lives; then HTTP 404
     session_idle_timeout: float = 600.0
-    #: seconds one HTTP GET stream may stay open before it is ended cleanly (the client reconnects)
+    #: seconds one HTTP GET stream or listen stream may stay open before it is ended cleanly (a listen
+    #: stream with its result); the client reconnects
     max_stream_lifetime: float = 3600.0
     #: items one list page may examine (listers, filter, children); past it the page comes back
     #: short with a nextCursor

@@ -394,3 +394,23 @@ async def test_a_failing_poll_logs_once_not_every_interval(caplog: pytest.LogCap
         await asyncio.sleep(0.5)  # about 25 failing re-reads
     failures = [r for r in caplog.records if "re-reading poll://x" in r.getMessage()]
     assert len(failures) == 1 and failures[0].exc_info is not None
+
+
+async def test_an_http_listen_stream_ends_with_its_result_after_its_lifetime() -> None:
+    app = App("t", limits=Limits(max_stream_lifetime=0.2))
+    app.resource("cfg://x")(lambda: "x")
+    server = Server(app)
+    server.start()
+    out: list = []
+    conn = server.connect(out.append, stateless=True)  # one HTTP request's connection
+    try:
+        meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}
+        conn.receive({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen", "params": {
+            "notifications": {"resourceSubscriptions": ["cfg://x"]}, "_meta": meta}})
+        got = await answered(out, {7}, 2.0)
+        assert got[7]["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 7
+        assert out[0]["method"] == "notifications/subscriptions/acknowledged"
+        assert app.tracker.subscribers("cfg://x") == 0
+    finally:
+        server.close()

@@ -60,6 +60,7 @@ class Subscriptions:
         self._by_uri: dict[str, set[Subscriber]] = {}
         self._sessions: dict[Connection, Subscriber] = {}
         self._listens: dict[Request, Subscriber] = {}
+        self._lifetimes: dict[Request, asyncio.TimerHandle] = {}
 
     # what the tracker needs of whoever it reports to
     @property
@@ -119,7 +120,7 @@ class Subscriptions:
                 raise ResourceNotFound(uri)
         list_changed = wanted.get("resourcesListChanged") is True
         subscription_id = req.id
-        versions = await self.starting_versions(None, uris)
+        versions, _ = await self.starting_versions(None, uris)
         if req.cancelled:
             return PENDING
 
@@ -139,20 +140,33 @@ class Subscriptions:
         self._listens[req] = sub
         for uri in uris:
             self._add(sub, uri, versions[uri])
+        if req.conn.stateless:  # an HTTP stream: it ends (with its result) and the client listens anew
+            lifetime = self.server.app.limits.max_stream_lifetime
+            self._lifetimes[req] = self.loop.call_later(lifetime, self._finish, req)
         return PENDING
 
-    async def starting_versions(self, conn: Connection | None, uris: list[str]) -> dict[str, str]:
-        """The version each subscriber starts from: the one the session last read, else read now."""
+    def _finish(self, req: Request) -> None:
+        self.end_listen(req)
+        req.respond({"_meta": {META_SUBSCRIPTION_ID: req.id}})
+
+    async def starting_versions(self, conn: Connection | None, uris: list[str]) -> tuple[dict[str, str], list[str]]:
+        """The version each subscriber starts from: the one the session last read, else read now.
+
+        Also which versions were remembered rather than read: once subscribed, those URIs
+        are checked again, for they may have changed since the session read them.
+        """
         known = conn.seen if conn is not None else {}
         versions = {uri: known[uri] for uri in uris if uri in known}
+        remembered = list(versions)
         unknown = [uri for uri in uris if uri not in versions]
         read = await asyncio.gather(*(self.tracker.read_version(uri) for uri in unknown))
         versions.update(zip(unknown, read, strict=True))
-        for uri in versions.keys() - unknown:
-            self.tracker.notify_changed(uri)  # it may have changed since the session read it
-        return versions
+        return versions, remembered
 
     def end_listen(self, req: Request) -> None:
+        lifetime = self._lifetimes.pop(req, None)
+        if lifetime is not None:
+            lifetime.cancel()
         sub = self._listens.pop(req, None)
         if sub is not None:
             for uri in list(sub.uris):
@@ -161,8 +175,7 @@ class Subscriptions:
     def close_listens(self) -> None:
         """Server shutdown: end every listen stream gracefully with its result."""
         for req in list(self._listens):
-            self.end_listen(req)
-            req.respond({"_meta": {META_SUBSCRIPTION_ID: req.id}})
+            self._finish(req)
 
     # --- the table ----------------------------------------------------------------------------
 
@@ -239,12 +252,14 @@ async def subscribe(req: Request) -> dict[str, Any]:
             raise ResourceNotFound(uri)
     subscriptions = conn.server.subscriptions
     limit = app.limits.max_subscriptions
-    if subscriptions.count(conn) + len(uris) > limit and any(
-            uri not in subscriptions.of(conn) for uri in uris):
+    held = subscriptions.of(conn)
+    if len(held) + sum(1 for uri in uris if uri not in held) > limit:
         raise LimitExceeded("max_subscriptions", limit, f"Invalid params: more than {limit} subscriptions")
-    versions = await subscriptions.starting_versions(conn, uris)
+    versions, remembered = await subscriptions.starting_versions(conn, uris)
     for uri in uris:
         subscriptions.subscribe(conn, uri, versions[uri])
+    for uri in remembered:  # subscribed first, so the check cannot miss it
+        app.tracker.notify_changed(uri)
     return {}
 
 
