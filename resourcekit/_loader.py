@@ -8,10 +8,12 @@ import os
 import sys
 from typing import Any
 
+import orjson
+
 from .app import App, default_app
 from .transports.http import ASGIApp
 
-__all__ = ["CLIError", "find_app", "load_app", "reload_factory", "split_target"]
+__all__ = ["CLIError", "apply_limits", "find_app", "load_app", "reload_factory", "split_target", "worker_factory"]
 
 CONVENTIONAL_NAMES = ("app", "server", "mcp")
 
@@ -78,6 +80,29 @@ def find_app(namespace: dict[str, Any], attr: str | None, path: str) -> App:
     raise CLIError(f"{path} defines no App and registers no resources")
 
 
+def apply_limits(app: App, limits: dict[str, Any]) -> App:
+    """The app with the limits given on the command line (the others as the app set them)."""
+    try:
+        app.limits = app.limits.replace(**limits)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+    app.router.max_uri_length = app.limits.max_uri_length  # the router copied it at construction
+    return app
+
+
+def _redis_options() -> dict[str, Any]:
+    url = os.environ.get("RESOURCEKIT_REDIS_URL")
+    return {"redis": url, "redis_prefix": os.environ.get("RESOURCEKIT_REDIS_PREFIX", "resourcekit:")} if url else {}
+
+
 def reload_factory() -> ASGIApp:
     """The app uvicorn's reloader builds in each fresh worker process (``run --reload``)."""
-    return ASGIApp(load_app(os.environ["RESOURCEKIT_TARGET"]))
+    return ASGIApp(load_app(os.environ["RESOURCEKIT_TARGET"]), **_redis_options())
+
+
+def worker_factory() -> ASGIApp:
+    """The app each of uvicorn's worker processes builds (``run --workers N``): the target, the
+    limits (JSON) and the Redis settings come in environment variables the parent set."""
+    app = load_app(os.environ["RESOURCEKIT_TARGET"])
+    apply_limits(app, orjson.loads(os.environ.get("RESOURCEKIT_LIMITS", "{}")))
+    return ASGIApp(app, **_redis_options())

@@ -8,11 +8,11 @@ import base64
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import orjson
 
-from ._loader import CLIError, find_app, load_app, split_target
+from ._loader import CLIError, apply_limits, find_app, load_app, split_target
 from .app import App
 from .errors import MCPError
 from .testing import Client
@@ -34,8 +34,9 @@ LIMIT_FLAGS: list[tuple[str, type[int] | type[float], str]] = [
     ("--max-header-bytes", int, "HTTP: bytes of a request's header section"),
     ("--header-timeout", float, "HTTP: seconds to send a complete header section"),
 ]
-HTTP_ONLY = ("--host", "--port", "--reload", "--max-sessions", "--session-idle-timeout", "--max-replay-bytes",
-             "--max-stream-lifetime", "--max-header-bytes", "--header-timeout")
+HTTP_ONLY = ("--host", "--port", "--reload", "--redis", "--redis-prefix", "--workers", "--max-sessions",
+             "--session-idle-timeout", "--max-replay-bytes", "--max-stream-lifetime", "--max-header-bytes",
+             "--header-timeout")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,6 +51,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--port", type=int, help="HTTP: the port (default 8000)")
     run.add_argument("--reload", action="store_true",
                      help="restart when the app's directory changes (HTTP only, needs the http extra)")
+    run.add_argument("--redis", metavar="URL",
+                     help="HTTP: share sessions and notifications with other workers through this Redis "
+                          "(default $RESOURCEKIT_REDIS_URL; needs the redis extra)")
+    run.add_argument("--redis-prefix", metavar="PREFIX", help="HTTP: prefix of the Redis keys (default resourcekit:)")
+    run.add_argument("--workers", type=int, metavar="N", help="HTTP: worker processes (N > 1 needs --redis)")
     limits = run.add_argument_group("limits", "override the app's Limits (see README, \"Limits\")")
     for flag, kind, about in LIMIT_FLAGS:
         limits.add_argument(flag, type=kind, metavar="N", help=about)
@@ -60,6 +66,10 @@ def _parser() -> argparse.ArgumentParser:
     read.add_argument("target", metavar="FILE[:ATTR]")
     read.add_argument("uri")
     read.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    notify = commands.add_parser("notify", help="tell every worker sharing a Redis that resources may have changed")
+    notify.add_argument("uris", nargs="+", metavar="URI")
+    notify.add_argument("--redis", metavar="URL", help="the workers' Redis (default $RESOURCEKIT_REDIS_URL)")
+    notify.add_argument("--redis-prefix", metavar="PREFIX", default="resourcekit:", help="as the workers were given")
     return parser
 
 
@@ -68,6 +78,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         if args.command == "run":
             _run(args)
+        elif args.command == "notify":
+            _notify(args)
         elif args.command == "list":
             asyncio.run(_list(load_app(args.target), args.json))
         else:
@@ -96,24 +108,51 @@ def _run(args: argparse.Namespace) -> None:
         return
     host = "127.0.0.1" if args.host is None else args.host
     port = 8000 if args.port is None else args.port
+    redis = args.redis or os.environ.get("RESOURCEKIT_REDIS_URL") or None
+    prefix = "resourcekit:" if args.redis_prefix is None else args.redis_prefix
+    workers = 1 if args.workers is None else args.workers
+    if workers < 1:
+        raise CLIError("--workers must be at least 1")
+    if workers > 1:
+        if redis is None:
+            raise CLIError(f"--workers {workers} needs --redis URL (or RESOURCEKIT_REDIS_URL): without a shared "
+                           "Redis each worker would keep its own sessions and subscribers")
+        if args.reload:
+            raise CLIError("--workers cannot be combined with --reload")
+        load_app(args.target)  # fail here, once, rather than in every worker
+        run_http(None, host=host, port=port, target=args.target, workers=workers,
+                 limits={k: v for k, v in limits.items() if v is not None}, redis=redis, redis_prefix=prefix)
+        return
+    options: dict[str, Any] = {"redis": redis, "redis_prefix": prefix} if redis else {}
     if args.reload:
         given = [flag for flag, _, _ in LIMIT_FLAGS if _given(args, flag)]
         if given:  # each reloaded process loads the app afresh: set limits in App(limits=...) instead
             raise CLIError(f"{given[0]} cannot be combined with --reload; set it in App(limits=Limits(...))")
         directory = os.path.dirname(os.path.abspath(split_target(args.target)[0]))
-        run_http(None, host=host, port=port, reload_target=args.target, reload_dir=directory)
+        run_http(None, host=host, port=port, reload_target=args.target, reload_dir=directory, **options)
     else:
-        run_http(_with_limits(load_app(args.target), limits), host=host, port=port)
+        run_http(_with_limits(load_app(args.target), limits), host=host, port=port, **options)
 
 
 def _with_limits(app: App, limits: dict[str, int | float | None]) -> App:
     """The app with the limits given on the command line (the others as the app set them)."""
+    return apply_limits(app, limits)
+
+
+def _notify(args: argparse.Namespace) -> None:
+    url = args.redis or os.environ.get("RESOURCEKIT_REDIS_URL")
+    if not url:
+        raise CLIError("notify needs --redis URL (or RESOURCEKIT_REDIS_URL)")
     try:
-        app.limits = app.limits.replace(**limits)
-    except ValueError as exc:
-        raise CLIError(str(exc)) from None
-    app.router.max_uri_length = app.limits.max_uri_length  # the router copied it at construction
-    return app
+        from .scaleout import notify
+        from .scaleout.broker import safe_url
+    except ImportError:
+        raise CLIError("notify needs redis-py: pip install 'resourcekit[redis]'") from None
+    try:
+        heard = notify(url, args.uris, prefix=args.redis_prefix)
+    except Exception as exc:  # redis-py's errors, a malformed URL
+        raise CLIError(f"cannot publish to Redis at {safe_url(url)}: {exc}") from None
+    print(f"resourcekit: announced {len(args.uris)} URI(s); {heard} worker(s) listening", file=sys.stderr)
 
 
 async def _list(app: App, as_json: bool) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +32,7 @@ from .errors import (
     UnsupportedVersion,
 )
 from .methods import NOTIFICATIONS, PENDING, Subscriptions
+from .optin import NONE
 from .request import Batch, Request, Send
 from .versions import (
     BATCH_VERSION,
@@ -43,6 +43,7 @@ from .versions import (
 )
 
 if TYPE_CHECKING:
+    from .methods.subscriptions import SharedSubscriptions
     from .registry import Registry
 
 __all__ = ["HANDSHAKE", "STATELESS", "Connection", "Era", "Request", "Server", "error_response"]
@@ -120,6 +121,8 @@ class Connection:
         self.stateless = stateless
         self.protocol_version: str | None = None
         self.client_capabilities: dict[str, Any] = {}
+        self.optin = NONE  # what the client opted into at initialize
+        self.limits = server.app.limits
         self.client_info: dict[str, Any] = {}
         self.initialized = False
         self.log_level: str | None = None
@@ -127,8 +130,9 @@ class Connection:
         self.closed = False
         # the version of each URI this session read last, so that a subscription starts from
         # what the client holds; bounded, oldest forgotten first
-        self.seen: OrderedDict[str, str] = OrderedDict()
-        self._max_inflight = server.app.limits.max_inflight
+        self.seen: dict[str, str] = {}
+        # a session whose subscriptions live in a store shared by several processes (scale-out)
+        self.shared: SharedSubscriptions | None = None
 
     # --- input -------------------------------------------------------------
 
@@ -186,8 +190,8 @@ class Connection:
                 raise MethodNotFound(f"Method not found: {method}", {"method": method})
             if rid in self.inflight:
                 raise InvalidRequest(f"Invalid Request: id {rid!r} is already in flight")
-            if len(self.inflight) >= self._max_inflight and method != "ping":
-                raise LimitExceeded("max_inflight", self._max_inflight,
+            if len(self.inflight) >= self.limits.max_inflight and method != "ping":
+                raise LimitExceeded("max_inflight", self.limits.max_inflight,
                                     "Server busy: too many requests in flight on this connection", code=-32603)
             outcome = entry(request)
         except MCPError as exc:

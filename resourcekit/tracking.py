@@ -22,7 +22,6 @@ import hashlib
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -39,7 +38,7 @@ if TYPE_CHECKING:
     from .handler import Handler
     from .registry import Registry
 
-__all__ = ["GONE", "Reporter", "Tracker"]
+__all__ = ["GONE", "Broker", "Reporter", "Tracker"]
 
 log = logging.getLogger("resourcekit")
 
@@ -58,11 +57,34 @@ class Reporter(Protocol):
     def list_changed(self) -> None: ...
 
 
+class Broker(Protocol):
+    """What several processes share (``resourcekit.scaleout``); ``None`` when one process is all.
+
+    The tracker tells it what it learns and asks it who polls; it tells the tracker, through
+    ``schedule`` / ``schedule_list`` / ``watch_shared``, what the other processes learned.
+    """
+
+    #: URIs that subscribers held elsewhere (handshake sessions in the shared store) watch
+    watched: set[str]
+
+    def dirty(self, uri: str) -> None: ...  # from any thread
+
+    def changed(self, uri: str, version: str) -> None: ...
+
+    def list_dirty(self) -> None: ...  # from any thread
+
+    def list_changed(self, version: str | None) -> None: ...
+
+    async def leases(self, uris: list[str], ttl: float) -> list[str]: ...
+
+
 class Tracker:
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
+        self.broker: Broker | None = None  # set while a scale-out broker serves this app
+        self._exact = registry.router.exact  # changed in place, never replaced
         self.versions: dict[str, str] = {}  # latest version served of concrete resources, shown in listings
-        self.instance_versions: OrderedDict[str, str] = OrderedDict()  # the same for template instances, bounded
+        self.instance_versions: dict[str, str] = {}  # the same for template instances, bounded
         self._watched: dict[str, int] = {}  # URI -> how many subscribers watch it
         self._reporters: list[Reporter] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -74,7 +96,7 @@ class Tracker:
         self._list_version: str | None = None
         self._polled: dict[Handler, set[str]] = {}  # watched URIs of each handler with poll=
         self._pollers: dict[Handler, asyncio.Task[None]] = {}
-        self._failures: OrderedDict[str, float] = OrderedDict()  # when a re-read last failed, per URI
+        self._failures: dict[str, float] = {}  # when a re-read last failed, per URI
         self.checks = 0  # how many re-reads ran: visible to tests and benchmarks
 
     def attach(self, reporter: Reporter) -> None:
@@ -96,7 +118,7 @@ class Tracker:
 
     def observe(self, uri: str, version: str) -> None:
         """``version`` was just served for ``uri`` (from any thread)."""
-        if uri in self.registry.router.exact:
+        if uri in self._exact:
             self.versions[uri] = version
             return
         put_bounded(self.instance_versions, uri, version, MAX_INSTANCE_VERSIONS)
@@ -131,7 +153,8 @@ class Tracker:
             self._watched[uri] = count - 1
             return
         self._watched.pop(uri, None)
-        self._stop_polling(uri)
+        if self.broker is None or uri not in self.broker.watched:
+            self._stop_polling(uri)
 
     def subscribers(self, uri: str) -> int:
         return self._watched.get(uri, 0)
@@ -140,6 +163,35 @@ class Tracker:
 
     def notify_changed(self, uri: str) -> None:
         self._schedule(uri)
+        if self.broker is not None:
+            self.broker.dirty(uri)
+
+    def schedule(self, uri: str) -> None:
+        """Another process says ``uri`` may have changed: check it here (without telling it back)."""
+        self._schedule(uri)
+
+    def report(self, uri: str, version: str) -> None:
+        """Another process found ``version`` of ``uri``: tell the subscribers here."""
+        if uri not in self._watched:
+            return
+        if version == GONE:
+            self.forget(uri)
+        else:
+            self.observe(uri, version)
+        for reporter in list(self._reporters):
+            reporter.changed(uri, version)
+
+    def watch_shared(self, uri: str) -> None:
+        """Subscribers elsewhere watch ``uri``: poll it here too (one process at a time, by lease)."""
+        assert self.broker is not None
+        self.broker.watched.add(uri)
+        self._start_polling(uri)
+
+    def unwatch_shared(self, uri: str) -> None:
+        assert self.broker is not None
+        self.broker.watched.discard(uri)
+        if uri not in self._watched:
+            self._stop_polling(uri)
 
     def _schedule(self, uri: str) -> None:
         loop = self._loop
@@ -168,8 +220,9 @@ class Tracker:
                     self._check_scheduled = False
                     return
             watched = []
+            shared = self.broker.watched if self.broker is not None else ()
             for uri in dirty:
-                if uri in self._watched:
+                if uri in self._watched or uri in shared:
                     watched.append(uri)
                 else:
                     self.forget(uri)  # nobody listens: forget, re-read lazily
@@ -187,6 +240,8 @@ class Tracker:
                 if uri in self._watched:
                     for reporter in list(self._reporters):
                         reporter.changed(uri, version)
+                if self.broker is not None:
+                    self.broker.changed(uri, version)
 
     async def _read_version_of(self, uri: str) -> str:
         match = self.registry.router.match(uri)
@@ -246,7 +301,13 @@ class Tracker:
         assert handler.poll is not None
         while True:
             await asyncio.sleep(handler.poll)
-            for uri in list(self._polled.get(handler, ())):
+            uris = list(self._polled.get(handler, ()))
+            if self.broker is not None:  # one process polls each URI: the one holding its lease
+                try:
+                    uris = await self.broker.leases(uris, max(3 * handler.poll, 2.0))
+                except Exception as exc:
+                    log.warning("polling leases unavailable (%s): polling here meanwhile", exc)
+            for uri in uris:
                 self._schedule(uri)
 
     # --- the list --------------------------------------------------------------------
@@ -256,6 +317,11 @@ class Tracker:
 
     def notify_list_changed(self, force: bool = False) -> None:
         """Report list_changed, coalesced; unless ``force``, only if the list's version moved."""
+        self.schedule_list(force)
+        if self.broker is not None:
+            self.broker.list_dirty()
+
+    def schedule_list(self, force: bool = False) -> None:
         loop = self._loop
         with self._lock:
             self._list_force = self._list_force or force
@@ -290,6 +356,8 @@ class Tracker:
             self._list_version = version
         for reporter in list(self._reporters):
             reporter.list_changed()
+        if self.broker is not None:
+            self.broker.list_changed(self._list_version)
 
     def list_version(self) -> str | None:
         """A hash of every listed URI and its metadata; None past the scan budget.

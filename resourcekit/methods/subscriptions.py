@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import InvalidParams, LimitExceeded, ResourceNotFound
 from ..optin import RESOURCES_GET, wants
@@ -37,6 +37,17 @@ UPDATED = "notifications/resources/updated"
 LIST_CHANGED = "notifications/resources/list_changed"
 CONTENT_CHANGED = "notifications/resources/content_changed"
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
+
+
+class SharedSubscriptions(Protocol):
+    """A session's subscriptions kept in a store several processes share (scale-out): whichever
+    process detects a change tells the session there, once per version."""
+
+    async def subscriptions(self) -> dict[str, str]: ...
+
+    async def subscribe(self, versions: dict[str, str]) -> None: ...
+
+    async def unsubscribe(self, uris: list[str]) -> None: ...
 
 
 class Subscriber:
@@ -223,7 +234,8 @@ class Subscriptions:
     def list_changed(self) -> None:
         message = {"jsonrpc": "2.0", "method": LIST_CHANGED}
         for conn in list(self.server.connections):
-            if conn.protocol_version is not None and not conn.closed:
+            # a shared session hears it from the store, once, whichever process holds it
+            if conn.protocol_version is not None and not conn.closed and conn.shared is None:
                 conn.send(dict(message))
         for sub in list(self._listens.values()):
             if sub.list_changed:
@@ -252,21 +264,39 @@ async def subscribe(req: Request) -> dict[str, Any]:
             raise ResourceNotFound(uri)
     subscriptions = conn.server.subscriptions
     limit = app.limits.max_subscriptions
-    held = subscriptions.of(conn)
-    if len(held) + sum(1 for uri in uris if uri not in held) > limit:
-        raise LimitExceeded("max_subscriptions", limit, f"Invalid params: more than {limit} subscriptions")
+    shared = conn.shared
+    held = subscriptions.of(conn) if shared is None else await shared.subscriptions()
+    _check_cap(held, uris, limit)
     versions, remembered = await subscriptions.starting_versions(conn, uris)
-    for uri in uris:
-        subscriptions.subscribe(conn, uri, versions[uri])
+    if shared is None:  # other subscribes of this session may have landed meanwhile
+        _check_cap(subscriptions.of(conn), uris, limit)
+    if shared is not None:
+        await shared.subscribe({uri: versions[uri] for uri in uris})
+    else:
+        for uri in uris:
+            subscriptions.subscribe(conn, uri, versions[uri])
     for uri in remembered:  # subscribed first, so the check cannot miss it
         app.tracker.notify_changed(uri)
     return {}
 
 
-def unsubscribe(req: Request) -> dict[str, Any]:
+def _check_cap(held: dict[str, str], uris: list[str], limit: int) -> None:
+    if len(held) + sum(1 for uri in uris if uri not in held) > limit:
+        raise LimitExceeded("max_subscriptions", limit, f"Invalid params: more than {limit} subscriptions")
+
+
+def unsubscribe(req: Request) -> Any:
+    if req.conn.shared is not None:
+        return _unsubscribe_shared(req)
     subscriptions = req.conn.server.subscriptions
     for uri in _uris(req):
         subscriptions.unsubscribe(req.conn, uri)
+    return {}
+
+
+async def _unsubscribe_shared(req: Request) -> dict[str, Any]:
+    assert req.conn.shared is not None
+    await req.conn.shared.unsubscribe(_uris(req))
     return {}
 
 

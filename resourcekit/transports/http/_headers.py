@@ -184,3 +184,25 @@ async def respond(send: Send, status: int, body: bytes, headers: Headers | None 
 
 async def respond_json(send: Send, status: int, message: Any, headers: Headers | None = None) -> None:
     await respond(send, status, orjson.dumps(message), headers)
+
+
+async def read_body(headers: RequestHeaders, receive: Receive, limit: int) -> bytes:
+    """A request's body, at most ``limit`` bytes (else 413)."""
+    declared = headers.text(b"content-length")
+    if declared and not is_digits(declared):
+        raise HTTPError(400, "Content-Length must be ASCII digits")
+    if declared and int(declared) > limit:
+        raise HTTPError(413, f"Body larger than {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise HTTPError(400, "Client disconnected")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise HTTPError(413, f"Body larger than {limit} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)

@@ -34,8 +34,8 @@ from ._headers import (
     accepts,
     check_modern_headers,
     error_body,
-    is_digits,
     is_modern,
+    read_body,
     respond,
     respond_json,
 )
@@ -44,8 +44,11 @@ from ._sse import ENDED, PRIMING_VERSION, Inbox, OpenStreams, resume, sse_header
 
 if TYPE_CHECKING:
     from ...app import App
+    from ._shared import SharedSessions
 
 log = logging.getLogger("resourcekit")
+
+HEALTH = ("/healthz", "/readyz")
 
 
 class ASGIApp:
@@ -67,6 +70,11 @@ class ASGIApp:
     ``max_sessions`` given here override them. ``max_streams``: open SSE responses, beyond
     it 503. ``keepalive``: seconds between SSE comment lines on quiet streams.
     ``replay``: events kept per stream for resumption (within ``max_replay_bytes``).
+    ``redis``: a Redis URL (any form redis-py takes; the ``redis`` extra): sessions, change
+    notifications, polling leases and GET-stream events are shared with every worker using
+    the same Redis and ``redis_prefix`` (see ``resourcekit.scaleout``).
+    ``GET /healthz`` answers 200 while serving; ``GET /readyz`` 503 until started, once
+    closing, and while the configured Redis is unreachable.
 
     Under a plain ASGI server the ``lifespan`` protocol starts and stops it. Mounted in
     another app that does not forward lifespan events (Starlette's ``Mount``), it starts
@@ -87,6 +95,8 @@ class ASGIApp:
         keepalive: float = 15.0,
         replay: int = 256,
         auth: AuthHook | None = None,
+        redis: str | None = None,
+        redis_prefix: str = "resourcekit:",
     ) -> None:
         self.app = app
         self.path = path.rstrip("/") or "/"
@@ -95,9 +105,15 @@ class ASGIApp:
         self.auth = auth
         self.limits = limits = app.limits.replace(session_idle_timeout=session_idle_timeout,
                                                   max_sessions=max_sessions)
-        self.sessions = SessionTable(SessionLimits(
-            limits.session_idle_timeout, limits.max_sessions, limits.max_replay_bytes, replay,
-            limits.max_pending_notifications))
+        table = SessionLimits(limits.session_idle_timeout, limits.max_sessions, limits.max_replay_bytes, replay,
+                              limits.max_pending_notifications)
+        self.shared: SharedSessions | None = None
+        if redis:
+            from ...scaleout.broker import RedisBroker
+            from ._shared import SharedSessions
+
+            self.shared = SharedSessions(table, RedisBroker(redis, redis_prefix, max_events=replay))
+        self.sessions: SessionTable = self.shared if self.shared is not None else SessionTable(table)
         self._streams = OpenStreams(max_streams, keepalive)
         self.closed = False
         self._server: Server | None = None
@@ -142,6 +158,8 @@ class ASGIApp:
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 self.close()
+                if self.shared is not None:
+                    await self.shared.broker.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -165,6 +183,8 @@ class ASGIApp:
             self._server = Server(self.app)
             self._server.start()
             self._reaper = asyncio.get_running_loop().create_task(self.sessions.reap())
+            if self.shared is not None:
+                self.shared.broker.start(self.app.tracker)
         return self._server
 
     def close(self) -> None:
@@ -194,6 +214,12 @@ class ASGIApp:
         root = scope.get("root_path", "")
         if root and path.startswith(root):  # mounted inside another app (Starlette, FastAPI)
             path = path[len(root):]
+        if path in HEALTH and scope.get("method") == "GET":
+            ready = self._server is not None and not self.closed and (self.shared is None
+                                                                       or self.shared.broker.healthy)
+            ok = path == "/healthz" or ready
+            await respond(send, 200 if ok else 503, b"ok\n" if ok else b"not ready\n", content_type=b"text/plain")
+            return
         if (path.rstrip("/") or "/") != self.path:
             await respond(send, 404, b"Not Found", content_type=b"text/plain")
             return
@@ -225,7 +251,7 @@ class ASGIApp:
         accepted = accepts(headers.text(b"accept"))
         if not (accepted[0] or accepted[1]):
             raise HTTPError(406, "Accept must list application/json and text/event-stream")
-        body = await self._read_body(headers, receive)
+        body = await read_body(headers, receive, self.limits.max_message_size)
         try:
             message = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
@@ -235,27 +261,6 @@ class ASGIApp:
             await self._post_modern(message, headers, receive, send, accepted)
         else:
             await self._post_session(message, headers, receive, send, accepted, principal)
-
-    async def _read_body(self, headers: RequestHeaders, receive: Receive) -> bytes:
-        limit = self.limits.max_message_size
-        declared = headers.text(b"content-length")
-        if declared and not is_digits(declared):
-            raise HTTPError(400, "Content-Length must be ASCII digits")
-        if declared and int(declared) > limit:
-            raise HTTPError(413, f"Body larger than {limit} bytes")
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise HTTPError(400, "Client disconnected")
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                raise HTTPError(413, f"Body larger than {limit} bytes")
-            chunks.append(chunk)
-            if not message.get("more_body"):
-                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     async def _post_modern(
         self, message: Any, headers: RequestHeaders, receive: Receive, send: Send, accepted: tuple[bool, bool]
@@ -283,7 +288,7 @@ class ASGIApp:
                 "Bad Request: Mcp-Session-Id header is required (initialize first, or send a "
                 f"2026-07-28 request with _meta['{META_PROTOCOL_VERSION}'])")))
             return
-        session = self.sessions.lookup(sid, principal)
+        session = await self._session(sid, principal)
         version = headers.opt(VERSION_HEADER)
         if version is not None and version not in HANDSHAKE_VERSIONS:
             await respond_json(send, 400, error_response(None, InvalidRequest(
@@ -291,12 +296,21 @@ class ASGIApp:
                 {"supported": list(HANDSHAKE_VERSIONS)})))
             return
         assert session.conn is not None
+        if self.shared is not None:
+            send = self.shared.storing(session, send)
         await exchange(session.conn, message, receive, send, accepted, self._streams, session=session)
+
+    async def _session(self, sid: str, principal: Any) -> Session:
+        if self.shared is None:
+            return self.sessions.lookup(sid, principal)
+        return await self.shared.find(sid, principal, self.server.connect)
 
     async def _initialize(self, message: dict[str, Any], receive: Receive, send: Send, accepted: tuple[bool, bool],
                           principal: Any) -> None:
         session = self.sessions.create(self.server.connect, principal)
         assert session.conn is not None
+        if self.shared is not None:
+            send = self.shared.storing(session, send)
         try:
             await exchange(session.conn, message, receive, send, accepted, self._streams, session=session,
                            issue_session=True)
@@ -313,9 +327,12 @@ class ASGIApp:
                             [(b"allow", b"POST")])
         if not accepts(headers.text(b"accept"))[1]:
             raise HTTPError(406, "Accept must list text/event-stream")
-        session = self.sessions.lookup(sid, principal)
+        session = await self._session(sid, principal)
         replay: list[bytes] = []
         last = headers.opt(b"last-event-id")
+        if self.shared is not None and (not last or last.startswith("r.")):
+            await self.shared.stream(session, last, receive, send, self._streams, self.limits.max_stream_lifetime)
+            return
         if last:
             resumed, replay = session.replay_after(last)
             if resumed is not session.standalone:
@@ -371,7 +388,11 @@ class ASGIApp:
         sid = headers.opt(SESSION_HEADER)
         if not sid:
             raise HTTPError(405, "DELETE ends a handshake-era session: send Mcp-Session-Id", [(b"allow", b"POST")])
-        self.sessions.end(self.sessions.lookup(sid, principal))
+        session = await self._session(sid, principal)
+        if self.shared is not None:
+            await self.shared.delete(session)
+        else:
+            self.sessions.end(session)
         await respond(send, 204, b"")
 
 

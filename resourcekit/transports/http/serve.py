@@ -8,6 +8,8 @@ import sys
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from ..stdio import configure_logging
 from .asgi import ASGIApp
 
@@ -16,15 +18,19 @@ if TYPE_CHECKING:
 
 SHUTDOWN_GRACE = 5  # seconds uvicorn waits for open responses when stopping
 RELOAD_FACTORY = "resourcekit._loader:reload_factory"  # named, not imported: the loader sits above
+WORKER_FACTORY = "resourcekit._loader:worker_factory"
 
 
 def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, reload_target: str | None = None,
-             reload_dir: str | None = None, **options: Any) -> None:
+             reload_dir: str | None = None, target: str | None = None, workers: int = 1,
+             limits: dict[str, Any] | None = None, **options: Any) -> None:
     """Serve with uvicorn (the ``http`` extra) until SIGINT/SIGTERM; logs go to stderr.
 
     ``options`` go to ``ASGIApp``. ``reload_target`` (``FILE[:ATTR]``) restarts the server
     whenever a file in ``reload_dir`` changes (``resourcekit run --reload``); each fresh
-    process loads it with ``RELOAD_FACTORY``.
+    process loads it with ``RELOAD_FACTORY``. ``workers`` > 1 starts that many processes
+    (uvicorn's supervisor) that each load ``target`` with ``WORKER_FACTORY``; they share
+    their state through ``options["redis"]``.
     """
     try:
         import uvicorn
@@ -37,6 +43,19 @@ def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, relo
     configure_logging()
     level = os.environ.get("RESOURCEKIT_LOG_LEVEL", "warning").lower()
     shown = f"[{host}]" if ":" in host else host
+    if options.get("redis"):  # for processes that load the app themselves (reloader, workers)
+        os.environ["RESOURCEKIT_REDIS_URL"] = options["redis"]
+        os.environ["RESOURCEKIT_REDIS_PREFIX"] = options.get("redis_prefix", "resourcekit:")
+    if workers > 1:
+        if target is None or not options.get("redis"):
+            raise ValueError("several workers need a target FILE[:ATTR] and a Redis URL (resourcekit run --workers)")
+        os.environ["RESOURCEKIT_TARGET"] = target
+        os.environ["RESOURCEKIT_LIMITS"] = orjson.dumps(limits or {}).decode()
+        print(f"resourcekit: serving {target} at http://{shown}:{port}/mcp with {workers} workers", file=sys.stderr)
+        uvicorn.run(WORKER_FACTORY, factory=True, workers=workers, host=host, port=port, log_level=level,
+                    lifespan="on", timeout_graceful_shutdown=SHUTDOWN_GRACE, proxy_headers=False,
+                    date_header=False, server_header=False, http=BoundedHeadersProtocol)
+        return
     if reload_target is not None:
         assert reload_dir is not None
         os.environ["RESOURCEKIT_TARGET"] = reload_target

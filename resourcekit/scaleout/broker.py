@@ -1,0 +1,264 @@
+"""``RedisBroker``: what the workers of one app share, kept in Redis.
+
+Keys (all under the prefix, ``resourcekit:`` by default, so several apps share a Redis):
+
+- ``events``: the pub/sub channel between workers: ``[origin, kind, *args]`` messages.
+- ``s:SID`` (hash): a handshake-era session's state; ``sub:SID`` (hash): its subscriptions,
+  URI -> the version it last heard of; ``ev:SID`` (stream): events for its GET stream, kept
+  for ``Last-Event-ID``; all three expire after the idle timeout unless refreshed.
+- ``sessions`` (sorted set): live session ids by expiry time, for ``list_changed``.
+- ``subs:URI`` (set): the sessions subscribed to a URI; ``watched`` (set): such URIs.
+- ``ver:URI``: the last version announced of a URI (compare-and-set); ``listver``: the list's.
+- ``lease:URI``: which worker polls a URI; it expires when that worker stops renewing it.
+
+Exactly once per session and version: the fan-out is one Lua script that compares each
+subscribed session's last version with the new one, updates it and appends the event,
+atomically, whichever worker (or how many) detected the change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+import orjson
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+if TYPE_CHECKING:
+    from ..tracking import Tracker
+
+__all__ = ["UNAVAILABLE", "RedisBroker", "safe_url"]
+
+log = logging.getLogger("resourcekit")
+
+UNAVAILABLE = (RedisError, OSError)  # what an unreachable or restarting Redis raises
+RECONNECT_DELAY = 0.5
+UPDATED = "notifications/resources/updated"
+LIST_CHANGED = b'{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}'
+VERSION_TTL = 86_400  # seconds a last announced version is remembered
+
+FANOUT = """
+local p, uri, version, maxlen, msg = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local members = p .. 'subs:' .. uri
+local told = 0
+for _, sid in ipairs(redis.call('SMEMBERS', members)) do
+  local subs = p .. 'sub:' .. sid
+  local heard = redis.call('HGET', subs, uri)
+  if not heard then
+    redis.call('SREM', members, sid)
+  elseif heard ~= version then
+    redis.call('HSET', subs, uri, version)
+    redis.call('XADD', p .. 'ev:' .. sid, 'MAXLEN', '~', maxlen, '*', 'm', msg)
+    told = told + 1
+  end
+end
+local old = redis.call('GET', p .. 'ver:' .. uri)
+redis.call('SET', p .. 'ver:' .. uri, version, 'EX', ARGV[6])
+if old == version then return {told, 0} end
+return {told, 1}
+"""
+
+LIST_FANOUT = """
+local p, version = ARGV[1], ARGV[2]
+if version ~= '' then
+  if redis.call('GET', p .. 'listver') == version then return -1 end
+  redis.call('SET', p .. 'listver', version)
+end
+redis.call('ZREMRANGEBYSCORE', p .. 'sessions', '-inf', ARGV[3])
+local n = 0
+for _, sid in ipairs(redis.call('ZRANGE', p .. 'sessions', 0, -1)) do
+  redis.call('XADD', p .. 'ev:' .. sid, 'MAXLEN', '~', ARGV[4], '*', 'm', ARGV[5])
+  n = n + 1
+end
+return n
+"""
+
+LEASES = """
+local held = {}
+for i = 4, #ARGV do
+  local key = ARGV[1] .. 'lease:' .. ARGV[i]
+  if redis.call('SET', key, ARGV[2], 'NX', 'PX', ARGV[3]) then
+    table.insert(held, ARGV[i])
+  elseif redis.call('GET', key) == ARGV[2] then
+    redis.call('PEXPIRE', key, ARGV[3])
+    table.insert(held, ARGV[i])
+  end
+end
+return held
+"""
+
+
+def safe_url(url: str) -> str:
+    """The URL without its password, for logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+class RedisBroker:
+    """One worker's link to the shared Redis: pub/sub in and out, scripts, session records.
+
+    ``handlers`` maps a message kind to what this worker does when another one publishes it.
+    ``healthy`` is False while Redis is unreachable (``/readyz`` says 503 meanwhile).
+    """
+
+    def __init__(self, url: str, prefix: str = "resourcekit:", *, max_events: int = 256) -> None:
+        self.url = url
+        self.prefix = prefix
+        self.id = secrets.token_hex(8)
+        self.max_events = max_events
+        self.redis: Any = aioredis.from_url(url, socket_connect_timeout=2, socket_timeout=10,
+                                       health_check_interval=5)
+        self.watched: set[str] = set()
+        self.healthy = False
+        self.handlers: dict[str, Callable[..., None]] = {}
+        self.on_reconnect: list[Callable[[], None]] = []
+        self.tracker: Tracker | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._listener: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+        self._fanout = self.redis.register_script(FANOUT)
+        self._list_fanout = self.redis.register_script(LIST_FANOUT)
+        self._leases = self.redis.register_script(LEASES)
+
+    def key(self, *parts: str) -> str:
+        return self.prefix + "".join(parts)
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    def start(self, tracker: Tracker) -> None:
+        """Serve ``tracker``'s app from the running loop: listen to the other workers."""
+        self._loop = asyncio.get_running_loop()
+        self.tracker = tracker
+        tracker.broker = self
+        self.handlers.update(dirty=tracker.schedule, list=lambda: tracker.schedule_list(),
+                             watch=tracker.watch_shared, unwatch=tracker.unwatch_shared,
+                             changed=tracker.report)
+        self._listener = self._loop.create_task(self._listen())
+
+    async def wait_ready(self, timeout: float) -> bool:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._ready.wait(), timeout)
+        return self.healthy
+
+    async def close(self) -> None:
+        if self.tracker is not None and self.tracker.broker is self:
+            self.tracker.broker = None
+        if self._listener is not None:
+            self._listener.cancel()
+        for task in list(self._tasks):
+            task.cancel()
+        with contextlib.suppress(*UNAVAILABLE):
+            await self.redis.aclose()
+
+    async def _listen(self) -> None:
+        down_since: float | None = None
+        while True:
+            pubsub = self.redis.pubsub()
+            try:
+                await pubsub.subscribe(self.key("events"))
+                watched = await self.redis.smembers(self.key("watched"))
+                self.healthy = True
+                self._ready.set()
+                if down_since is not None:
+                    log.warning("Redis at %s reachable again", safe_url(self.url))
+                    down_since = None
+                    for hook in self.on_reconnect:
+                        hook()
+                assert self.tracker is not None
+                for uri in watched:
+                    self.tracker.watch_shared(uri.decode())
+                async for message in pubsub.listen():
+                    if message.get("type") == "message":
+                        self._receive(message["data"])
+            except asyncio.CancelledError:
+                with contextlib.suppress(*UNAVAILABLE):
+                    await pubsub.aclose()
+                raise
+            except UNAVAILABLE as exc:
+                if down_since is None:
+                    down_since = time.monotonic()
+                    log.error("Redis at %s unreachable (%s): shared sessions and cross-worker notifications "
+                              "wait for it", safe_url(self.url), exc)
+                self.healthy = False
+                self._ready.set()
+                with contextlib.suppress(*UNAVAILABLE):
+                    await pubsub.aclose()
+                await asyncio.sleep(RECONNECT_DELAY)
+
+    def _receive(self, data: bytes) -> None:
+        try:
+            origin, kind, *args = orjson.loads(data)
+        except (orjson.JSONDecodeError, ValueError, TypeError):
+            return
+        if origin == self.id:
+            return
+        handler = self.handlers.get(kind)
+        if handler is not None:
+            try:
+                handler(*args)
+            except Exception:
+                log.exception("handling %s from another worker failed", kind)
+
+    # --- publishing ---------------------------------------------------------------------------
+
+    def spawn(self, job: Coroutine[Any, Any, Any]) -> None:
+        """Run ``job`` in the background (on the loop); a failure is logged, never raised."""
+        task = asyncio.get_running_loop().create_task(self._quietly(job))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _quietly(self, job: Coroutine[Any, Any, Any]) -> None:
+        try:
+            await job
+        except UNAVAILABLE as exc:
+            log.warning("Redis at %s: %s", safe_url(self.url), exc)
+
+    async def publish(self, kind: str, *args: Any) -> None:
+        await self.redis.publish(self.key("events"), orjson.dumps([self.id, kind, *args]))
+
+    def publish_soon(self, kind: str, *args: Any) -> None:
+        """Publish from any thread."""
+        loop = self._loop
+        if loop is None:
+            return
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the worker stops
+            loop.call_soon_threadsafe(lambda: self.spawn(self.publish(kind, *args)))
+
+    # --- what the tracker tells (tracking.Broker) -----------------------------------------------
+
+    def dirty(self, uri: str) -> None:
+        self.publish_soon("dirty", uri)
+
+    def list_dirty(self) -> None:
+        self.publish_soon("list")
+
+    def changed(self, uri: str, version: str) -> None:
+        self.spawn(self._announce(uri, version))
+
+    async def _announce(self, uri: str, version: str) -> None:
+        message = orjson.dumps({"jsonrpc": "2.0", "method": UPDATED, "params": {"uri": uri}})
+        _told, moved = await self._fanout(args=[self.prefix, uri, version, self.max_events, message, VERSION_TTL])
+        if moved:  # the other workers' listen streams hear it even if they did not re-read
+            await self.publish("changed", uri, version)
+
+    def list_changed(self, version: str | None) -> None:
+        self.spawn(self._list_fanout(args=[self.prefix, version or "", int(time.time() * 1000), self.max_events,
+                                           LIST_CHANGED]))
+
+    async def leases(self, uris: list[str], ttl: float) -> list[str]:
+        if not uris:
+            return []
+        held = await self._leases(args=[self.prefix, self.id, int(ttl * 1000), *uris])
+        return [uri.decode() if isinstance(uri, bytes) else uri for uri in held]

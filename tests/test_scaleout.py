@@ -1,0 +1,222 @@
+"""Several ``resourcekit run --redis`` workers sharing one real ``redis-server``.
+
+Requests alternate between workers like a round-robin balancer without sticky routing:
+sessions, subscriptions, GET streams, ``Last-Event-ID``, listen streams, polling and
+``resourcekit notify`` must all behave as if one process served them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from tests.helpers import APPS, command, env, modern_meta
+from tests.http_server import http_server_process
+from tests.redis_server import RedisProcess, redis_process
+
+FIXTURE = APPS / "scale_app.py"
+ACCEPT = "application/json, text/event-stream"
+UPDATED = "notifications/resources/updated"
+
+
+@pytest.fixture(scope="module")
+def redis() -> Iterator[RedisProcess]:
+    with redis_process() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("scale-data")
+
+
+@pytest.fixture(scope="module")
+def workers(redis: RedisProcess, data: Path) -> Iterator[list[str]]:
+    with contextlib.ExitStack() as stack:
+        urls = [stack.enter_context(http_server_process(FIXTURE, "--redis", redis.url,
+                                                        extra_env={"SCALE_DATA": str(data)}))
+                for _ in range(3)]
+        for url in urls:
+            wait_for(lambda url=url: httpx.get(url.replace("/mcp", "/readyz"), timeout=5).status_code == 200)
+        yield urls
+
+
+def wait_for(check: Callable[[], bool], timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def post(url: str, body: Any, headers: dict[str, str] | None = None) -> httpx.Response:
+    return httpx.post(url, content=orjson.dumps(body), timeout=15,
+                      headers={"content-type": "application/json", "accept": ACCEPT, **(headers or {})})
+
+
+def request(rid: Any, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}}
+
+
+def initialize(url: str) -> dict[str, str]:
+    init = request(0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                     "clientInfo": {"name": "rr", "version": "0"}})
+    response = post(url, init)
+    assert response.status_code == 200, response.text
+    return {"mcp-session-id": response.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+
+
+class EventReader:
+    """An SSE response read on a thread: events (dicts of fields) arrive on a queue."""
+
+    def __init__(self, method: str, url: str, headers: dict[str, str], body: Any = None) -> None:
+        self.events: queue.Queue[dict[str, str]] = queue.Queue()
+        self.status = 0
+        self._stop = threading.Event()
+        self._args = (method, url, headers, body)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        method, url, headers, body = self._args
+        content = orjson.dumps(body) if body is not None else None
+        all_headers = {"accept": ACCEPT if body is not None else "text/event-stream", **headers}
+        if body is not None:
+            all_headers["content-type"] = "application/json"
+        with contextlib.suppress(httpx.HTTPError), \
+                httpx.stream(method, url, content=content, headers=all_headers, timeout=60) as response:
+            self.status = response.status_code
+            event: dict[str, str] = {}
+            for line in response.iter_lines():
+                if self._stop.is_set():
+                    return
+                if not line:
+                    if event.get("data"):
+                        self.events.put(event)
+                    event = {}
+                elif not line.startswith(":"):
+                    name, _, value = line.partition(":")
+                    event[name] = value.strip()
+
+    def next(self, timeout: float = 15) -> dict[str, Any]:
+        event = self.events.get(timeout=timeout)
+        return {"id": event.get("id"), **orjson.loads(event["data"])}
+
+    def quiet(self, seconds: float = 1.0) -> bool:
+        """Nothing more arrives within ``seconds``."""
+        try:
+            extra = self.events.get(timeout=seconds)
+        except queue.Empty:
+            return True
+        raise AssertionError(f"unexpected event {extra}")
+
+    def close(self) -> None:
+        self._stop.set()
+
+
+def modern(method: str, params: dict[str, Any], rid: Any = 1) -> tuple[dict[str, Any], dict[str, str]]:
+    return (request(rid, method, {**params, "_meta": modern_meta()}),
+            {"mcp-protocol-version": "2026-07-28", "mcp-method": method})
+
+
+def test_handshake_session_round_robin(workers: list[str], data: Path) -> None:
+    (data / "a").write_text("one")
+    w = workers
+    headers = initialize(w[0])
+    assert post(w[1], {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers).status_code == 202
+    read = post(w[2], request(1, "resources/read", {"uri": "data://a"}), headers)
+    assert read.json()["result"]["contents"][0]["text"] == "one"
+    assert post(w[0], request(2, "resources/subscribe", {"uri": "data://a"}), headers).json()["result"] == {}
+    stream = EventReader("GET", w[1], headers)
+    time.sleep(0.5)
+    (data / "a").write_text("two")
+    # two workers announce the same change: the session hears of it once
+    post(w[2], request(3, "resources/read", {"uri": "control://touch/a"}), headers)
+    post(w[0], request(4, "resources/read", {"uri": "control://touch/a"}), headers)
+    first = stream.next()
+    assert first["method"] == UPDATED and first["params"] == {"uri": "data://a"}
+    assert first["id"].startswith("r.")
+    assert stream.quiet()
+    post(w[2], request(5, "resources/read", {"uri": "control://list-changed"}), headers)
+    assert stream.next()["method"] == "notifications/resources/list_changed"
+    stream.close()
+    last_id = first["id"]
+    # resumed on another worker: what came after first (the list_changed), nothing before
+    (data / "a").write_text("three")
+    post(w[1], request(6, "resources/read", {"uri": "control://touch/a"}), headers)
+    time.sleep(0.5)
+    resumed = EventReader("GET", w[2], {**headers, "last-event-id": last_id})
+    assert resumed.next()["method"] == "notifications/resources/list_changed"
+    again = resumed.next()
+    assert again["method"] == UPDATED and again["params"] == {"uri": "data://a"}
+    assert resumed.quiet()
+    resumed.close()
+    assert httpx.delete(w[0], headers=headers, timeout=10).status_code == 204
+    wait_for(lambda: post(w[1], request(7, "ping"), headers).status_code == 404, timeout=10)
+    assert post(w[2], request(8, "ping"), headers).status_code == 404
+
+
+def test_listen_streams_on_every_worker_hear_resourcekit_notify(workers: list[str], data: Path,
+                                                                  redis: RedisProcess) -> None:
+    (data / "b").write_text("one")
+    body, headers = modern("subscriptions/listen", {"notifications": {"resourceSubscriptions": ["data://b"]}})
+    streams = [EventReader("POST", url, headers, body) for url in workers[:2]]
+    for stream in streams:
+        assert stream.next()["method"] == "notifications/subscriptions/acknowledged"
+    time.sleep(0.3)
+    (data / "b").write_text("two")
+    done = subprocess.run(command("notify", "data://b", "--redis", redis.url), env=env(), capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    for stream in streams:
+        update = stream.next()
+        assert update["method"] == UPDATED and update["params"]["uri"] == "data://b"
+    for stream in streams:
+        assert stream.quiet()
+        stream.close()
+    # a 2026-07-28 read on any worker needs no shared state
+    body, headers = modern("resources/read", {"uri": "data://b"})
+    assert post(workers[2], body, {**headers, "mcp-name": "data://b"}).json()["result"]["contents"][0]["text"] == "two"
+
+
+def test_a_polled_resource_is_announced_once(workers: list[str], data: Path) -> None:
+    (data / "polled").write_text("one")
+    headers = initialize(workers[1])
+    post(workers[2], {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers)
+    assert post(workers[0], request(1, "resources/subscribe", {"uri": "poll://value"}), headers).status_code == 200
+    stream = EventReader("GET", workers[2], headers)
+    time.sleep(1.0)  # every worker hears of the subscription and competes for the lease
+    (data / "polled").write_text("two")
+    update = stream.next()
+    assert update["params"] == {"uri": "poll://value"}
+    assert stream.quiet(1.5)
+    stream.close()
+
+
+def test_notify_without_redis_fails_and_workers_need_redis(tmp_path: Path) -> None:
+    unreachable = f"redis://127.0.0.1:{_closed_port()}/0"
+    done = subprocess.run(command("notify", "data://x", "--redis", unreachable), env=env(), capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode != 0 and "Redis" in done.stderr
+    refused = subprocess.run(command("run", str(FIXTURE), "--transport", "http", "--workers", "2"),
+                             env={k: v for k, v in env().items() if k != "RESOURCEKIT_REDIS_URL"},
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "--redis" in refused.stderr
+    stdio = subprocess.run(command("run", str(FIXTURE), "--redis", unreachable), env=env(), capture_output=True,
+                           text=True, timeout=60)
+    assert stdio.returncode != 0 and "--redis only applies to --transport http" in stdio.stderr
+
+
+def _closed_port() -> int:
+    from tests.http_server import free_port
+
+    return free_port()
