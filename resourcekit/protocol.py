@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
@@ -130,7 +131,7 @@ class Connection:
         self.closed = False
         # the version of each URI this session read last, so that a subscription starts from
         # what the client holds; bounded, oldest forgotten first
-        self.seen: dict[str, str] = {}
+        self.seen: OrderedDict[str, str] = OrderedDict()
         # a session whose subscriptions live in a store shared by several processes (scale-out)
         self.shared: SharedSubscriptions | None = None
 
