@@ -32,7 +32,10 @@ class ThreadRunner:
         self._loop = loop
         self._max_workers = max_workers
         self._max_queued = max_queued
-        self._queued = 0  # submitted, not yet taken by a worker
+        # jobs submitted (by the loop thread only) and taken (by workers, under the lock):
+        # their difference is the queue's length, read without a lock on the hot path
+        self._submitted = 0
+        self._taken = 0
         self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Callback] | None] = queue.SimpleQueue()
         self._done: deque[tuple[Callback, bool, Any]] = deque()
         self._wake_pending = False
@@ -43,21 +46,21 @@ class ThreadRunner:
 
     def submit(self, fn: Callable[[], Any], callback: Callback) -> None:
         """Run ``fn()`` in a worker; ``callback(ok, result_or_exception)`` runs on the loop."""
-        with self._lock:
-            if self._queued >= self._max_queued:
-                raise LimitExceeded("max_queued_jobs", self._max_queued, "Server busy: too many jobs waiting",
-                                    code=-32603)
-            self._queued += 1
-            spawn = (self._queued > self._idle and len(self._threads) < self._max_workers
-                     and not self._closed)
-            if spawn:
-                thread = threading.Thread(
-                    target=self._work, name=f"resourcekit-worker-{len(self._threads)}", daemon=True
-                )
-                self._threads.append(thread)
+        queued = self._submitted - self._taken
+        if queued >= self._max_queued:
+            raise LimitExceeded("max_queued_jobs", self._max_queued, "Server busy: too many jobs waiting",
+                                code=-32603)
+        self._submitted += 1
         self._jobs.put((fn, callback))
-        if spawn:
-            thread.start()
+        if queued >= self._idle and len(self._threads) < self._max_workers:
+            with self._lock:  # more jobs wait than workers are idle: one more thread
+                if self._submitted - self._taken > self._idle and len(self._threads) < self._max_workers \
+                        and not self._closed:
+                    thread = threading.Thread(
+                        target=self._work, name=f"resourcekit-worker-{len(self._threads)}", daemon=True
+                    )
+                    self._threads.append(thread)
+                    thread.start()
 
     def post(self, fn: Callable[[Any], None], value: Any) -> None:
         """From a worker: call ``fn(value)`` on the loop, in order with the results."""
@@ -84,7 +87,7 @@ class ThreadRunner:
             with self._lock:
                 self._idle -= 1
                 if job is not None:
-                    self._queued -= 1
+                    self._taken += 1
             if job is None:
                 return
             fn, callback = job

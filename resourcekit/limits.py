@@ -8,9 +8,7 @@ documented outcome for the client (README, "Limits"): a JSON-RPC error whose
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-from collections import OrderedDict
 from typing import Any, TypeVar
 
 __all__ = ["Limits", "put_bounded"]
@@ -75,16 +73,12 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 
-def put_bounded(table: OrderedDict[K, V], key: K, value: V, max_items: int) -> None:
-    """``table[key] = value`` as the newest entry, forgetting the oldest past ``max_items``.
+def put_bounded(table: dict[K, V], key: K, value: V, max_items: int) -> None:
+    """``table[key] = value``, starting the table afresh once it holds ``max_items``.
 
-    An ``OrderedDict``: a plain dict's oldest entry costs a scan over the holes its
-    deletions leave.  Safe from several threads: another one may have forgotten the
-    oldest (or this key) already.
+    For tables that are caches (a version remembered to save a read): bounded at the
+    cost of one dict store in the common case; what is forgotten is read again.
     """
+    if len(table) >= max_items and key not in table:
+        table.clear()
     table[key] = value
-    with contextlib.suppress(KeyError):
-        table.move_to_end(key)
-    if len(table) > max_items:
-        with contextlib.suppress(KeyError):
-            table.popitem(last=False)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
-import secrets
+import os
 from bisect import bisect_right
 from collections.abc import Iterator
 from typing import Generic, TypeVar
@@ -80,7 +80,7 @@ def _seq(entry: tuple[int, object]) -> int:
     return entry[0]
 
 
-_KEY = secrets.token_bytes(32)
+_KEY = os.urandom(32)
 _TAG = 8  # bytes of HMAC-SHA256 kept: forging one is a 2**64 guess
 
 

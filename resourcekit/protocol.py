@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
@@ -131,7 +130,7 @@ class Connection:
         self.closed = False
         # the version of each URI this session read last, so that a subscription starts from
         # what the client holds; bounded, oldest forgotten first
-        self.seen: OrderedDict[str, str] = OrderedDict()
+        self.seen: dict[str, str] = {}
         # a session whose subscriptions live in a store shared by several processes (scale-out)
         self.shared: SharedSubscriptions | None = None
 
@@ -246,7 +245,7 @@ class Connection:
                 {"missing": [META_CLIENT_CAPABILITIES]},
             )
         level = meta.get(META_LOG_LEVEL)
-        if level is not None and level not in LEVEL_RANK:
+        if level is not None and (type(level) is not str or level not in LEVEL_RANK):
             raise InvalidParams(f"Invalid params: unknown log level {level!r}")
         return Request(self, rid, method, params, version, STATELESS, level, reply)
 

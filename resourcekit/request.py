@@ -31,7 +31,7 @@ class Request:
     """One request in flight: where its answer goes and in which era it is answered."""
 
     __slots__ = (
-        "_optin", "cancelled", "conn", "era", "id", "log_level", "meta", "method", "modern", "params",
+        "cancelled", "conn", "era", "id", "log_level", "meta", "method", "modern", "optin", "params",
         "reply", "task", "version",
     )
 
@@ -59,7 +59,8 @@ class Request:
         self.cancelled = False
         meta = params.get("_meta")
         self.meta: dict[str, Any] = meta if type(meta) is dict else {}
-        self._optin: OptIn | None = None
+        # the extensions this request's client opted into: the session's, or its own _meta's
+        self.optin = OptIn.of(self.client_capabilities) if era.stateless else conn.optin
 
     @property
     def client_capabilities(self) -> dict[str, Any]:
@@ -68,18 +69,12 @@ class Request:
             return caps if type(caps) is dict else {}
         return self.conn.client_capabilities
 
-    @property
-    def optin(self) -> OptIn:
-        """The extensions this request's client opted into."""
-        if self._optin is None:
-            self._optin = OptIn.of(self.client_capabilities)
-        return self._optin
-
     def respond(self, result: dict[str, Any]) -> None:
         if self.cancelled:
             return
         self.conn.inflight.pop(self.id, None)
-        self.era.decorate(result, self.conn.server.server_info)
+        if self.modern:
+            self.era.decorate(result, self.conn.server.server_info)
         self.reply({"jsonrpc": "2.0", "id": self.id, "result": result})
 
     def fail(self, exc: BaseException) -> None:

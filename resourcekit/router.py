@@ -44,7 +44,8 @@ class Match:
 
 
 class Router:
-    __slots__ = ("_buckets", "_cache", "_canonical", "_key_lengths", "exact", "max_uri_length", "templates")
+    __slots__ = ("_buckets", "_cache", "_canonical", "_key_lengths", "_listy", "exact", "max_uri_length",
+                 "templates")
 
     def __init__(self, *, max_uri_length: int = 8192) -> None:
         self.max_uri_length = max_uri_length
@@ -53,6 +54,7 @@ class Router:
         self._canonical: dict[str, Handler] = {}
         self._buckets: dict[str, list[Handler]] = {}  # each list is replaced, never changed
         self._key_lengths: frozenset[int] = frozenset()  # which prefix lengths have a bucket
+        self._listy: frozenset[Handler] = frozenset()  # templates whose values may be lists
         # recently matched template URIs: clients re-read the same URIs, and a hit skips
         # the regex and the conversions.  Replaced (not cleared) whenever a template comes
         # or goes, so a match computed against the old table lands in the dropped dict
@@ -76,6 +78,8 @@ class Router:
             return
         self.templates[handler.uri] = handler
         self._canonical[template.canonical] = handler
+        if any(v.explode for v in template.variables) or any(p.convertor.is_list for p in handler.sig.params.values()):
+            self._listy = self._listy | {handler}
         key = _index_key(template.literal_prefix)
         self._buckets[key] = sorted([*self._buckets.get(key, ()), handler], key=_precedence)
         self._key_lengths = self._key_lengths | {len(key)}
@@ -99,6 +103,7 @@ class Router:
             del self._buckets[key]
             if not any(len(k) == len(key) for k in self._buckets):
                 self._key_lengths = self._key_lengths - {len(key)}
+        self._listy = self._listy - {handler}
         self._cache = {}
 
     def candidates(self, uri: str) -> list[Handler]:
@@ -132,7 +137,9 @@ class Router:
         cache = self._cache
         hit = cache.get(uri)
         if hit is not None:
-            return Match(hit[0], _copied(hit[1]), _copied(hit[2]))
+            if hit[0] in self._listy:
+                return Match(hit[0], _copied(hit[1]), _copied(hit[2]))
+            return Match(hit[0], dict(hit[1]), hit[2])
         for handler in self.candidates(uri):
             assert handler.template is not None
             raw = handler.template.match(uri)
@@ -147,7 +154,10 @@ class Router:
                     cache.clear()
                 # the handler gets its own lists, so one that mutates its argument cannot
                 # change what the next request receives
-                cache[uri] = (handler, _copied(kwargs), _copied(raw))
+                if handler in self._listy:
+                    cache[uri] = (handler, _copied(kwargs), _copied(raw))
+                else:
+                    cache[uri] = (handler, dict(kwargs), raw)
             return Match(handler, kwargs, raw)
         return None
 

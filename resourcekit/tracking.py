@@ -22,7 +22,6 @@ import hashlib
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -85,7 +84,7 @@ class Tracker:
         self.broker: Broker | None = None  # set while a scale-out broker serves this app
         self._exact = registry.router.exact  # changed in place, never replaced
         self.versions: dict[str, str] = {}  # latest version served of concrete resources, shown in listings
-        self.instance_versions: OrderedDict[str, str] = OrderedDict()  # the same for template instances, bounded
+        self.instance_versions: dict[str, str] = {}  # the same for template instances, bounded
         self._watched: dict[str, int] = {}  # URI -> how many subscribers watch it
         self._reporters: list[Reporter] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -97,7 +96,7 @@ class Tracker:
         self._list_version: str | None = None
         self._polled: dict[Handler, set[str]] = {}  # watched URIs of each handler with poll=
         self._pollers: dict[Handler, asyncio.Task[None]] = {}
-        self._failures: OrderedDict[str, float] = OrderedDict()  # when a re-read last failed, per URI
+        self._failures: dict[str, float] = {}  # when a re-read last failed, per URI
         self.checks = 0  # how many re-reads ran: visible to tests and benchmarks
 
     def attach(self, reporter: Reporter) -> None:

@@ -168,27 +168,10 @@ def messages(draw: st.DrawFn) -> dict[str, Any]:
         message["params"] = draw(json_values)
     if rarely(draw, 15):
         message[draw(st.sampled_from(["result", "error"]))] = draw(json_values)
-    return avoid_known_bugs(message)
+    return message
 
 
 LOG_LEVEL = "io.modelcontextprotocol/logLevel"
-
-
-def avoid_known_bugs(message: dict[str, Any]) -> dict[str, Any]:
-    """Keep clear of the bugs ``test_known_bug_*`` pin, so that the fuzzing finds new ones.
-
-    An unhashable log level (``logging/setLevel`` with ``level: []``, or a list or object
-    as ``_meta`` logLevel) answers -32603 with a traceback on stderr: the value is made
-    hashable here.  Remove this once ``test_known_bug_unhashable_log_level`` passes.
-    """
-    params = message.get("params")
-    if type(params) is dict:
-        if isinstance(params.get("level"), (list, dict)):
-            params["level"] = "loud"
-        meta = params.get("_meta")
-        if type(meta) is dict and isinstance(meta.get(LOG_LEVEL), (list, dict)):
-            meta[LOG_LEVEL] = "loud"
-    return message
 
 
 # parameters each method reads, well formed (the values still vary)
@@ -226,7 +209,7 @@ def good_messages(draw: st.DrawFn) -> dict[str, Any]:
     message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
     if not rarely(draw, 7):
         message["id"] = draw(good_ids)
-    return avoid_known_bugs(message)
+    return message
 
 
 def line_of(value: Any) -> bytes:
@@ -722,13 +705,11 @@ def test_http_asgi_random_requests(http: HTTPFuzz, request: tuple[str, bytes, di
     http.call(health())
 
 
-# --- bugs the fuzzing found (``avoid_known_bugs`` keeps the strategies clear of them) ------------
+# --- bugs the fuzzing found ----------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="an unhashable log level raises TypeError: -32603 and a traceback on stderr "
-                                       "instead of -32602 (protocol.py _modern_request, lifecycle.py set_level)")
 @pytest.mark.parametrize("case", ["setLevel", "meta"])
-def test_known_bug_unhashable_log_level(case: str) -> None:
+def test_an_unhashable_log_level_is_invalid_params(case: str) -> None:
     with RawServer(APP) as server:
         if case == "setLevel":
             server.initialize()

@@ -44,7 +44,7 @@ def _static_of(i: int):  # type: ignore[no-untyped-def]
 
 
 def _family_of(t: int):  # type: ignore[no-untyped-def]
-    def family(id: int) -> dict[str, int]:  # noqa: A002
+    def family(id: int) -> dict[str, int]:
         return {"family": t, "id": id}
     return family
 
@@ -56,7 +56,7 @@ for _t in range(N_TEMPLATES):
 
 
 @app.template("soak://item/{id}{?x}")
-def item(id: int, x: str = "") -> dict[str, object]:  # noqa: A002
+def item(id: int, x: str = "") -> dict[str, object]:
     return {"id": id, "x": len(x)}
 
 
@@ -77,7 +77,7 @@ def log(date: str, level: str) -> str:
 
 
 @app.template("files://{+dir}/{+file}")
-def files(dir: str, file: str) -> str:  # noqa: A002
+def files(dir: str, file: str) -> str:
     return f"{dir} / {file}"
 
 

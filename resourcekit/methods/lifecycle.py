@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..context import LEVEL_RANK, LEVELS
 from ..errors import InvalidParams, InvalidRequest
+from ..optin import OptIn
 from ..versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, MODERN_VERSIONS
 from ._base import Method, Notification, cache_hints
 
@@ -35,6 +36,7 @@ def initialize(req: Request) -> dict[str, Any]:
     caps = req.params.get("capabilities")
     conn.protocol_version = version
     conn.client_capabilities = caps if type(caps) is dict else {}
+    conn.optin = OptIn.of(conn.client_capabilities)
     info = req.params.get("clientInfo")
     conn.client_info = info if type(info) is dict else {}
     req.version = version
@@ -55,7 +57,7 @@ def ping(req: Request) -> dict[str, Any]:
 
 def set_level(req: Request) -> dict[str, Any]:
     level = req.params.get("level")
-    if level not in LEVEL_RANK:
+    if type(level) is not str or level not in LEVEL_RANK:
         raise InvalidParams(f"Invalid params: level must be one of {list(LEVELS)}", {"level": level})
     req.conn.log_level = level
     return {}

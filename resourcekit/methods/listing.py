@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import zlib
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Any
@@ -159,7 +158,7 @@ def _lister_page(handler: Handler, offset: int, want: int) -> tuple[list[Any], b
     return items[:want], True
 
 
-_PARKED: OrderedDict[tuple[Handler, int], Iterator[Any]] = OrderedDict()
+_PARKED: dict[tuple[Handler, int], Iterator[Any]] = {}
 MAX_PARKED = 64
 
 

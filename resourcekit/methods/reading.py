@@ -62,14 +62,17 @@ def serve(req: Request, uri: str, build: Build) -> Any:
         return _serve_async(req, handler, uri, kwargs, build)
     fn = handler.fn
 
-    def job() -> dict[str, Any]:
+    def job() -> dict[str, Any] | None:
+        if req.cancelled:
+            return None  # cancelled while it waited for a worker: nobody wants it
         try:
             return build(req, handler, uri, fn(**kwargs))
         except ResourceNotFound:
             req.conn.app.router.forget(uri)  # no cache slot for what is not there
             raise
 
-    return in_worker(req, job)
+    req.conn.server.runner.submit(job, req.complete)
+    return PENDING
 
 
 async def _serve_async(req: Request, handler: Handler, uri: str, kwargs: dict[str, Any], build: Build) -> Any:
@@ -135,8 +138,8 @@ def read_result(req: Request, handler: Handler, uri: str, value: Any) -> dict[st
     version = combined_version(contents)
     conn = req.conn
     conn.app.tracker.observe(uri, version)
-    if not conn.stateless:  # what this session holds: where a subscription starts
-        put_bounded(conn.seen, uri, version, conn.app.limits.max_subscriptions)
+    if not conn.stateless and conn.seen.get(uri) != version:  # where a subscription would start
+        put_bounded(conn.seen, uri, version, conn.limits.max_subscriptions)
     wire = [c.to_wire(META_VERSION) for c in contents]
     return cache_hints(req, {"contents": wire}, handler)
 

@@ -10,8 +10,9 @@ recently used idle session.  It belongs to the principal the ``auth`` hook named
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
-import secrets
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -37,7 +38,7 @@ class Session:
         self.conn: Connection | None = None
         self.last_seen = time.monotonic()
         # event ids name the stream; the nonce keeps ids of an earlier session from matching
-        self.nonce = secrets.token_hex(4)
+        self.nonce = os.urandom(4).hex()
         self.counter = 0
         self.replay = Replay(limits.replay_bytes, limits.replay_events)
         self.standalone = self.new_stream()
@@ -146,7 +147,7 @@ class SessionTable(OrderedDict[str, Session]):
                 raise HTTPError(503, "Too many sessions", [(b"retry-after", b"5")])
             log.info("session %s… evicted (least recently used) for a new one", idle.id[:6])
             self.end(idle)
-        session = Session(secrets.token_urlsafe(24), self.limits, principal)
+        session = Session(base64.urlsafe_b64encode(os.urandom(24)).decode(), self.limits, principal)
         session.conn = connect(session.deliver)
         self[session.id] = session
         return session
