@@ -6,9 +6,11 @@ wake-up is already pending, so under load one wake-up delivers many results.
 The deque is FIFO: what a worker ``post``s before its result (a handler's log
 message) reaches the loop first.
 
-A new thread starts whenever more jobs wait than workers are idle (up to
-``max_workers``), so a fast job never queues behind a slow one while a thread
-could be had; at most ``max_queued`` jobs wait, beyond that ``submit`` refuses.
+A new thread starts when no worker is idle (up to ``max_workers``), and when a job
+still waits ``STALL`` seconds after it came while workers looked idle: a fast job
+never queues behind a slow one while a thread could be had, and a burst of fast
+jobs does not wake 32 threads to fight over the GIL.  At most ``max_queued`` jobs
+wait; beyond that ``submit`` refuses.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from .errors import LimitExceeded
 __all__ = ["ThreadRunner"]
 
 Callback = Callable[[bool, Any], None]
+STALL = 0.002  # seconds a job may wait for an idle worker before it gets a thread
 
 
 class ThreadRunner:
@@ -43,6 +46,7 @@ class ThreadRunner:
         self._idle = 0
         self._lock = threading.Lock()
         self._closed = False
+        self._watching = False  # a check for a stalled job is scheduled
 
     def submit(self, fn: Callable[[], Any], callback: Callback) -> None:
         """Run ``fn()`` in a worker; ``callback(ok, result_or_exception)`` runs on the loop."""
@@ -52,15 +56,28 @@ class ThreadRunner:
                                 code=-32603)
         self._submitted += 1
         self._jobs.put((fn, callback))
-        if queued >= self._idle and len(self._threads) < self._max_workers:
-            with self._lock:  # more jobs wait than workers are idle: one more thread
-                if self._submitted - self._taken > self._idle and len(self._threads) < self._max_workers \
-                        and not self._closed:
-                    thread = threading.Thread(
-                        target=self._work, name=f"resourcekit-worker-{len(self._threads)}", daemon=True
-                    )
-                    self._threads.append(thread)
-                    thread.start()
+        if len(self._threads) < self._max_workers:
+            if self._idle == 0:
+                self._spawn()
+            elif queued >= self._idle and not self._watching:
+                # an "idle" worker may be busy already (it took a job and has not said so yet):
+                # if this job is still waiting shortly, it gets a thread of its own
+                self._watching = True
+                self._loop.call_later(STALL, self._unstall, self._submitted)
+
+    def _unstall(self, job: int) -> None:
+        self._watching = False
+        if self._taken < job and len(self._threads) < self._max_workers:
+            self._spawn()
+
+    def _spawn(self) -> None:
+        with self._lock:
+            if len(self._threads) < self._max_workers and not self._closed:
+                thread = threading.Thread(
+                    target=self._work, name=f"resourcekit-worker-{len(self._threads)}", daemon=True
+                )
+                self._threads.append(thread)
+                thread.start()
 
     def post(self, fn: Callable[[Any], None], value: Any) -> None:
         """From a worker: call ``fn(value)`` on the loop, in order with the results."""

@@ -131,6 +131,8 @@ class Connection:
         # the version of each URI this session read last, so that a subscription starts from
         # what the client holds; bounded, oldest forgotten first
         self.seen: dict[str, str] = {}
+        self.seen_max = self.limits.max_subscriptions
+        self._max_inflight = self.limits.max_inflight
         # a session whose subscriptions live in a store shared by several processes (scale-out)
         self.shared: SharedSubscriptions | None = None
 
@@ -190,8 +192,8 @@ class Connection:
                 raise MethodNotFound(f"Method not found: {method}", {"method": method})
             if rid in self.inflight:
                 raise InvalidRequest(f"Invalid Request: id {rid!r} is already in flight")
-            if len(self.inflight) >= self.limits.max_inflight and method != "ping":
-                raise LimitExceeded("max_inflight", self.limits.max_inflight,
+            if len(self.inflight) >= self._max_inflight and method != "ping":
+                raise LimitExceeded("max_inflight", self._max_inflight,
                                     "Server busy: too many requests in flight on this connection", code=-32603)
             outcome = entry(request)
         except MCPError as exc:

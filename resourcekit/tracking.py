@@ -121,7 +121,10 @@ class Tracker:
         if uri in self._exact:
             self.versions[uri] = version
             return
-        put_bounded(self.instance_versions, uri, version, MAX_INSTANCE_VERSIONS)
+        table = self.instance_versions  # put_bounded, inlined: every template read passes here
+        if len(table) >= MAX_INSTANCE_VERSIONS and uri not in table:
+            table.clear()
+        table[uri] = version
 
     def version(self, uri: str) -> str | None:
         version = self.versions.get(uri)

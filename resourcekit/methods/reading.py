@@ -138,10 +138,13 @@ def read_result(req: Request, handler: Handler, uri: str, value: Any) -> dict[st
     version = combined_version(contents)
     conn = req.conn
     conn.app.tracker.observe(uri, version)
-    if not conn.stateless and conn.seen.get(uri) != version:  # where a subscription would start
-        put_bounded(conn.seen, uri, version, conn.limits.max_subscriptions)
-    wire = [c.to_wire(META_VERSION) for c in contents]
-    return cache_hints(req, {"contents": wire}, handler)
+    if not conn.stateless:  # where a subscription would start; put_bounded, inlined (hot path)
+        seen = conn.seen
+        if len(seen) >= conn.seen_max and uri not in seen:
+            seen.clear()
+        seen[uri] = version
+    result = {"contents": [c.to_wire(META_VERSION) for c in contents]}
+    return cache_hints(req, result, handler) if req.modern else result
 
 
 def _read_result_sep_2093(req: Request, handler: Handler, uri: str, value: Any, is_listable: bool) -> dict[str, Any]:
