@@ -131,6 +131,8 @@ def is_textual(mime_type: str) -> bool:
 
 def guess_mime_type(name: str, default: str) -> str:
     """mimeType from a URI's or file's extension, else ``default``."""
+    if "." not in name:
+        return default  # most URIs: decided without a copy (declaring 100,000 is a hot path)
     last = name.rstrip("/").rsplit("/", 1)[-1]
     if "." not in last:
         return default
