@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from .app import App, default_app
-from .transports.http import ASGIApp
+from .transports import http
 
 __all__ = ["CLIError", "apply_limits", "find_app", "load_app", "reload_factory", "split_target", "worker_factory"]
 
@@ -95,14 +95,14 @@ def _redis_options() -> dict[str, Any]:
     return {"redis": url, "redis_prefix": os.environ.get("RESOURCEKIT_REDIS_PREFIX", "resourcekit:")} if url else {}
 
 
-def reload_factory() -> ASGIApp:
+def reload_factory() -> http.ASGIApp:
     """The app uvicorn's reloader builds in each fresh worker process (``run --reload``)."""
-    return ASGIApp(load_app(os.environ["RESOURCEKIT_TARGET"]), **_redis_options())
+    return http.ASGIApp(load_app(os.environ["RESOURCEKIT_TARGET"]), **_redis_options())
 
 
-def worker_factory() -> ASGIApp:
+def worker_factory() -> http.ASGIApp:
     """The app each of uvicorn's worker processes builds (``run --workers N``): the target, the
     limits (JSON) and the Redis settings come in environment variables the parent set."""
     app = load_app(os.environ["RESOURCEKIT_TARGET"])
     apply_limits(app, orjson.loads(os.environ.get("RESOURCEKIT_LIMITS", "{}")))
-    return ASGIApp(app, **_redis_options())
+    return http.ASGIApp(app, **_redis_options())

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 from typing_extensions import Unpack
 
 from .registry import Registry, ResourceOptions, TemplateOptions
-from .transports.http import ASGIApp, run_http
+from .transports import http
 from .transports.stdio import run_stdio
 
 __all__ = ["App", "default_app", "resource", "template"]
@@ -24,7 +24,7 @@ class App(Registry):
     hints of 2026-07-28 results unless a resource says otherwise.
     """
 
-    _asgi: ASGIApp | None = None
+    _asgi: http.ASGIApp | None = None
 
     # --- serving ---------------------------------------------------------------
 
@@ -40,19 +40,19 @@ class App(Registry):
         if transport == "stdio":
             run_stdio(self)
         elif transport == "http":
-            run_http(self, host=host, port=port, **options)
+            http.run_http(self, host=host, port=port, **options)
         else:
             raise ValueError(f"unknown transport {transport!r}; use 'stdio' or 'http'")
 
     @property
-    def asgi(self) -> ASGIApp:
+    def asgi(self) -> http.ASGIApp:
         """This app as a plain ASGI application serving MCP at ``/mcp`` (built once).
 
         For other options (allowed origins, auth hook, limits) build
         ``resourcekit.transports.http.ASGIApp(app, ...)`` yourself.
         """
         if self._asgi is None:
-            self._asgi = ASGIApp(self)
+            self._asgi = http.ASGIApp(self)
         return self._asgi
 
     def __repr__(self) -> str:

@@ -1,4 +1,4 @@
-"""``resourcekit run|list|read FILE[:ATTR]``."""
+"""``resourcekit run|list|read FILE[:ATTR]``, ``resourcekit skills DIRECTORY``, ``resourcekit notify``."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import orjson
 
 from ._loader import CLIError, apply_limits, find_app, load_app, split_target
 from .app import App
-from .errors import MCPError
+from .errors import DefinitionError, MCPError
 from .testing import Client
-from .transports.http import run_http
+from .transports import http
 
 __all__ = ["find_app", "load_app", "main"]
 
@@ -66,6 +66,14 @@ def _parser() -> argparse.ArgumentParser:
     read.add_argument("target", metavar="FILE[:ATTR]")
     read.add_argument("uri")
     read.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    skills = commands.add_parser("skills", help="serve a folder of Agent Skills (SEP-2640), no Python file needed")
+    skills.add_argument("directory", metavar="DIRECTORY")
+    skills.add_argument("--prefix", default="", help="path before every skill's own (e.g. acme/billing)")
+    skills.add_argument("--poll", type=float, default=2.0, metavar="SECONDS",
+                        help="look for changed files this often (0: never; default 2)")
+    skills.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    skills.add_argument("--host", help="HTTP: the address to bind (default 127.0.0.1)")
+    skills.add_argument("--port", type=int, help="HTTP: the port (default 8000)")
     notify = commands.add_parser("notify", help="tell every worker sharing a Redis that resources may have changed")
     notify.add_argument("uris", nargs="+", metavar="URI")
     notify.add_argument("--redis", metavar="URL", help="the workers' Redis (default $RESOURCEKIT_REDIS_URL)")
@@ -80,6 +88,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             _run(args)
         elif args.command == "notify":
             _notify(args)
+        elif args.command == "skills":
+            _skills(args)
         elif args.command == "list":
             asyncio.run(_list(load_app(args.target), args.json))
         else:
@@ -120,7 +130,7 @@ def _run(args: argparse.Namespace) -> None:
         if args.reload:
             raise CLIError("--workers cannot be combined with --reload")
         load_app(args.target)  # fail here, once, rather than in every worker
-        run_http(None, host=host, port=port, target=args.target, workers=workers,
+        http.run_http(None, host=host, port=port, target=args.target, workers=workers,
                  limits={k: v for k, v in limits.items() if v is not None}, redis=redis, redis_prefix=prefix)
         return
     options: dict[str, Any] = {"redis": redis, "redis_prefix": prefix} if redis else {}
@@ -129,9 +139,26 @@ def _run(args: argparse.Namespace) -> None:
         if given:  # each reloaded process loads the app afresh: set limits in App(limits=...) instead
             raise CLIError(f"{given[0]} cannot be combined with --reload; set it in App(limits=Limits(...))")
         directory = os.path.dirname(os.path.abspath(split_target(args.target)[0]))
-        run_http(None, host=host, port=port, reload_target=args.target, reload_dir=directory, **options)
+        http.run_http(None, host=host, port=port, reload_target=args.target, reload_dir=directory, **options)
     else:
-        run_http(_with_limits(load_app(args.target), limits), host=host, port=port, **options)
+        http.run_http(_with_limits(load_app(args.target), limits), host=host, port=port, **options)
+
+
+def _skills(args: argparse.Namespace) -> None:
+    name = os.path.basename(os.path.abspath(args.directory)) or "skills"
+    app = App(name, instructions="Agent Skills (SEP-2640): skills/list, then read skill:// resources.")
+    try:
+        app.add_skills(args.directory, prefix=args.prefix, poll=args.poll if args.poll > 0 else None)
+    except DefinitionError as exc:
+        raise CLIError(str(exc)) from None
+    if args.transport == "stdio":
+        for flag in ("--host", "--port"):
+            if _given(args, flag):
+                raise CLIError(f"{flag} only applies to --transport http")
+        app.run("stdio")
+        return
+    app.run("http", host="127.0.0.1" if args.host is None else args.host,
+            port=8000 if args.port is None else args.port)
 
 
 def _with_limits(app: App, limits: dict[str, int | float | None]) -> App:

@@ -93,9 +93,13 @@ class Server:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self.app.tracker.attach(self.subscriptions)
+        if self.app.skills is not None:
+            self.app.skills.start(self._loop, self.runner)
 
     def close(self) -> None:
         self.app.tracker.detach(self.subscriptions)
+        if self.app.skills is not None:
+            self.app.skills.stop()
         if self._runner is not None:
             self._runner.close()
             self._runner = None

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import inspect
+import os
 import threading
 import types
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from typing_extensions import TypedDict, Unpack
 
@@ -25,6 +26,9 @@ from .router import Router
 from .signature import Signature, inspect_handler
 from .templates import UriTemplate
 from .tracking import Tracker
+
+if TYPE_CHECKING:
+    from .skills import SkillCatalog
 
 __all__ = ["Registry", "ResourceOptions", "TemplateOptions"]
 
@@ -108,6 +112,7 @@ class Registry:
         self._sig_cache: dict[Any, tuple[Any, Signature]] = {}
         self._lock = threading.Lock()
         self._tracker: Tracker | None = None
+        self.skills: SkillCatalog | None = None  # what add_skills mounted (SEP-2640)
 
     @property
     def page_size(self) -> int:
@@ -339,6 +344,16 @@ class Registry:
                 raise DefinitionError(f"completer for {name!r} of {uri!r} must be callable")
             completers[name] = Completer(fn)
         return completers
+
+    def add_skills(self, directory: str | os.PathLike[str], *, prefix: str = "", poll: float | None = 2.0) -> None:
+        """Serve each folder with a ``SKILL.md`` under ``directory`` as ``skill://<prefix/><path>/<file>``
+        resources (SEP-2640; docs/skills.md), rescanned every ``poll`` seconds while serving."""
+        from .skills import SkillCatalog
+
+        with self._lock:
+            if self.skills is None:
+                self.skills = SkillCatalog(self)
+        self.skills.mount(directory, prefix, poll)
 
     def remove(self, uri: str) -> None:
         """Remove a resource (by URI) or template (by its template string) at run time."""

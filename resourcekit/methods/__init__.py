@@ -7,6 +7,7 @@
 | ``listing`` | resources/list (plain, ``filter``, children of ``uri``), resources/templates/list |
 | ``subscriptions`` | resources/subscribe, resources/unsubscribe, subscriptions/listen |
 | ``completion`` | completion/complete |
+| ``skills`` | skills/list, skills/get, resources/directory/read (SEP-2640) |
 
 Nothing patches these tables later: what a method does is in the module it is named after.
 """
@@ -17,7 +18,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from . import completion, lifecycle, listing, reading, subscriptions
+from . import completion, lifecycle, listing, reading, skills, subscriptions
 from ._base import PENDING, Method, Notification
 from .subscriptions import Subscriptions
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["HANDSHAKE_METHODS", "NOTIFICATIONS", "ON_CANCEL", "PENDING", "STATELESS_METHODS", "Subscriptions"]
 
-_BOTH: dict[str, Method] = {**reading.METHODS, **listing.METHODS, **completion.METHODS}
+_BOTH: dict[str, Method] = {**reading.METHODS, **listing.METHODS, **completion.METHODS, **skills.METHODS}
 
 HANDSHAKE_METHODS: Mapping[str, Method] = MappingProxyType(
     {**_BOTH, **lifecycle.HANDSHAKE, **subscriptions.HANDSHAKE}

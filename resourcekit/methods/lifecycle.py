@@ -14,16 +14,20 @@ from ._base import Method, Notification, cache_hints
 if TYPE_CHECKING:
     from ..protocol import Connection, Request
 
-__all__ = ["HANDSHAKE", "NOTIFICATIONS", "STATELESS", "capabilities"]
+__all__ = ["HANDSHAKE", "NOTIFICATIONS", "SKILLS_EXTENSION", "STATELESS", "capabilities"]
+
+SKILLS_EXTENSION = "io.modelcontextprotocol/skills"  # SEP-2640
 
 
-def capabilities(version: str) -> dict[str, Any]:
-    """What this server declares to a client speaking ``version``."""
+def capabilities(version: str, skills: bool = False) -> dict[str, Any]:
+    """What this server declares to a client speaking ``version`` (``skills``: the app serves skills)."""
     caps: dict[str, Any] = {"resources": {"subscribe": True, "listChanged": True}}
     if version != "2024-11-05":
         caps["completions"] = {}
     if version in HANDSHAKE_VERSIONS:
         caps["logging"] = {}
+    if skills:
+        caps["extensions"] = {SKILLS_EXTENSION: {"directoryRead": True}}
     return caps
 
 
@@ -43,7 +47,7 @@ def initialize(req: Request) -> dict[str, Any]:
     server = conn.server
     result: dict[str, Any] = {
         "protocolVersion": version,
-        "capabilities": capabilities(version),
+        "capabilities": capabilities(version, conn.app.skills is not None),
         "serverInfo": server.server_info,
     }
     if conn.app.instructions:
@@ -67,7 +71,7 @@ def discover(req: Request) -> dict[str, Any]:
     server = req.conn.server
     result: dict[str, Any] = {
         "supportedVersions": list(MODERN_VERSIONS),
-        "capabilities": capabilities(req.version or MODERN_VERSIONS[-1]),
+        "capabilities": capabilities(req.version or MODERN_VERSIONS[-1], server.app.skills is not None),
     }
     if server.app.instructions:
         result["instructions"] = server.app.instructions

@@ -41,7 +41,7 @@ from .wire import (
 if TYPE_CHECKING:
     from ..protocol import Request
 
-__all__ = ["METHODS", "filter_for"]
+__all__ = ["METHODS", "children_page", "filter_for"]
 
 log = logging.getLogger("resourcekit")
 
@@ -220,9 +220,12 @@ def _not_listable(uri: str) -> InvalidParams:
 
 
 def _children_page(req: Request) -> dict[str, Any]:
-    """One page of a listable resource's direct children (in a worker)."""
     uri = uri_param(req)
-    keep = filter_for(req.params["filter"]) if "filter" in req.params else None
+    return children_page(req, uri, filter_for(req.params["filter"]) if "filter" in req.params else None)
+
+
+def children_page(req: Request, uri: str, keep: Keep | None = None) -> dict[str, Any]:
+    """One page of a listable resource's direct children (in a worker; also resources/directory/read)."""
     offset = 0
     cursor = req.params.get("cursor")
     if cursor is not None:

@@ -19,8 +19,26 @@ One module per concern, each importing only those listed after it:
 - ``_headers``: header parsing and checks, Accept, statuses, plain responses, ``HTTPError``.
 """
 
-from ._headers import HTTPError
-from .asgi import ASGIApp
-from .serve import run_http
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._headers import HTTPError
+    from .asgi import ASGIApp
+    from .serve import run_http
 
 __all__ = ["ASGIApp", "HTTPError", "run_http"]
+
+_HOMES = {"ASGIApp": ".asgi", "HTTPError": "._headers", "run_http": ".serve"}
+
+
+def __getattr__(name: str) -> Any:
+    # the modules load on first use: a stdio server's start-up never pays for HTTP
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home, __name__), name)
+    globals()[name] = value
+    return value
