@@ -202,6 +202,39 @@ def test_a_polled_resource_is_announced_once(workers: list[str], data: Path) -> 
     stream.close()
 
 
+def test_cancelled_on_another_worker_ends_the_request(workers: list[str], data: Path) -> None:
+    headers = initialize(workers[0])
+    post(workers[0], {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers)
+    answered: list[httpx.Response] = []
+    slow = threading.Thread(target=lambda: answered.append(
+        post(workers[1], request("slow", "resources/read", {"uri": "slow://wait"}), headers)), daemon=True)
+    slow.start()
+    wait_for(lambda: (data / "slow-started").exists())
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "slow"}}
+    assert post(workers[2], cancel, headers).status_code == 202
+    slow.join(20)
+    assert answered and answered[0].status_code == 200 and "late" not in answered[0].text
+    assert post(workers[1], request(2, "ping"), headers).status_code == 200
+
+
+def test_content_changed_for_a_shared_session_that_opted_in(workers: list[str], data: Path) -> None:
+    (data / "cc").write_text("one")
+    init = request(0, "initialize", {"protocolVersion": "2025-06-18", "clientInfo": {"name": "cc", "version": "0"},
+                                     "capabilities": {"experimental": {"io.resourcekit/resources-get": {}}}})
+    answer = post(workers[0], init)
+    headers = {"mcp-session-id": answer.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+    post(workers[1], {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers)
+    assert post(workers[1], request(1, "resources/subscribe", {"uri": "data://cc"}), headers).status_code == 200
+    stream = EventReader("GET", workers[2], headers)
+    (data / "cc").write_text("two")
+    post(workers[0], request(2, "resources/read", {"uri": "control://touch/cc"}), headers)
+    assert stream.next()["method"] == UPDATED
+    changed = stream.next()
+    assert changed["method"] == "notifications/resources/content_changed"
+    assert changed["params"]["resource"]["uri"] == "data://cc" and changed["params"]["resource"]["version"]
+    stream.close()
+
+
 def test_notify_without_redis_fails_and_workers_need_redis(tmp_path: Path) -> None:
     unreachable = f"redis://127.0.0.1:{_closed_port()}/0"
     done = subprocess.run(command("notify", "data://x", "--redis", unreachable), env=env(), capture_output=True,

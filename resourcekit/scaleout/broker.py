@@ -3,7 +3,8 @@
 Keys (all under the prefix, ``resourcekit:`` by default, so several apps share a Redis):
 
 - ``events``: the pub/sub channel between workers: ``[origin, kind, *args]`` messages.
-- ``s:SID`` (hash): a handshake-era session's state; ``sub:SID`` (hash): its subscriptions,
+- ``s:SID`` (hash): a handshake-era session's state (``cc``: it opted in to seed 000's
+  ``content_changed``, sent after each ``updated``); ``sub:SID`` (hash): its subscriptions,
   URI -> the version it last heard of; ``ev:SID`` (stream): events for its GET stream, kept
   for ``Last-Event-ID``; all three expire after the idle timeout unless refreshed.
 - ``sessions`` (sorted set): live session ids by expiry time, for ``list_changed``.
@@ -31,6 +32,8 @@ import orjson
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from ..methods.wire import fresh_resource, seed_fields
+
 if TYPE_CHECKING:
     from ..tracking import Tracker
 
@@ -40,7 +43,9 @@ log = logging.getLogger("resourcekit")
 
 UNAVAILABLE = (RedisError, OSError)  # what an unreachable or restarting Redis raises
 RECONNECT_DELAY = 0.5
+HEARTBEAT = 1.0  # seconds between checks that Redis did not restart behind a silent reconnect
 UPDATED = "notifications/resources/updated"
+CONTENT_CHANGED = "notifications/resources/content_changed"
 LIST_CHANGED = b'{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}'
 VERSION_TTL = 86_400  # seconds a last announced version is remembered
 
@@ -56,6 +61,9 @@ for _, sid in ipairs(redis.call('SMEMBERS', members)) do
   elseif heard ~= version then
     redis.call('HSET', subs, uri, version)
     redis.call('XADD', p .. 'ev:' .. sid, 'MAXLEN', '~', maxlen, '*', 'm', msg)
+    if ARGV[7] ~= '' and redis.call('HGET', p .. 's:' .. sid, 'cc') == '1' then
+      redis.call('XADD', p .. 'ev:' .. sid, 'MAXLEN', '~', maxlen, '*', 'm', ARGV[7])
+    end
     told = told + 1
   end
 end
@@ -127,6 +135,7 @@ class RedisBroker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._listener: asyncio.Task[None] | None = None
+        self._run_id: Any = None  # the Redis server's run id: another one means it restarted
         self._ready = asyncio.Event()
         self._fanout = self.redis.register_script(FANOUT)
         self._list_fanout = self.redis.register_script(LIST_FANOUT)
@@ -168,20 +177,20 @@ class RedisBroker:
             pubsub = self.redis.pubsub()
             try:
                 await pubsub.subscribe(self.key("events"))
-                watched = await self.redis.smembers(self.key("watched"))
+                await self._connected(restarted=down_since is not None)
                 self.healthy = True
                 self._ready.set()
                 if down_since is not None:
                     log.warning("Redis at %s reachable again", safe_url(self.url))
                     down_since = None
-                    for hook in self.on_reconnect:
-                        hook()
-                assert self.tracker is not None
-                for uri in watched:
-                    self.tracker.watch_shared(uri.decode())
-                async for message in pubsub.listen():
-                    if message.get("type") == "message":
+                checked = time.monotonic()
+                while True:
+                    message = await pubsub.get_message(timeout=HEARTBEAT)
+                    if message is not None and message.get("type") == "message":
                         self._receive(message["data"])
+                    if time.monotonic() - checked >= HEARTBEAT:  # redis-py may reconnect without a word
+                        await self._connected(restarted=False)
+                        checked = time.monotonic()
             except asyncio.CancelledError:
                 with contextlib.suppress(*UNAVAILABLE):
                     await pubsub.aclose()
@@ -196,6 +205,23 @@ class RedisBroker:
                 with contextlib.suppress(*UNAVAILABLE):
                     await pubsub.aclose()
                 await asyncio.sleep(RECONNECT_DELAY)
+
+    async def _connected(self, restarted: bool) -> None:
+        """(Re)connected, or checking: a Redis restarted meanwhile (another run id) may have forgotten
+        what this worker cached; the URIs watched elsewhere are polled here too."""
+        run_id = (await self.redis.info("server")).get("run_id")
+        if self._run_id is not None and run_id != self._run_id:
+            log.warning("Redis at %s restarted: cached sessions are looked up again", safe_url(self.url))
+            restarted = True
+        fresh = self._run_id is None or restarted
+        self._run_id = run_id
+        if restarted:
+            for hook in self.on_reconnect:
+                hook()
+        if fresh:
+            assert self.tracker is not None
+            for uri in await self.redis.smembers(self.key("watched")):
+                self.tracker.watch_shared(uri.decode())
 
     def _receive(self, data: bytes) -> None:
         try:
@@ -249,9 +275,19 @@ class RedisBroker:
 
     async def _announce(self, uri: str, version: str) -> None:
         message = orjson.dumps({"jsonrpc": "2.0", "method": UPDATED, "params": {"uri": uri}})
-        _told, moved = await self._fanout(args=[self.prefix, uri, version, self.max_events, message, VERSION_TTL])
+        _told, moved = await self._fanout(args=[self.prefix, uri, version, self.max_events, message, VERSION_TTL,
+                                                self._content_changed(uri)])
         if moved:  # the other workers' listen streams hear it even if they did not re-read
             await self.publish("changed", uri, version)
+
+    def _content_changed(self, uri: str) -> bytes:
+        """Seed 000's ``content_changed`` for sessions that opted in (``cc`` in their state), or b''."""
+        match = self.tracker.registry.router.match(uri) if self.tracker is not None else None
+        if match is None or self.tracker is None:
+            return b""
+        resource = fresh_resource(match.handler, None, uri)
+        seed_fields(resource, match.handler, self.tracker)
+        return orjson.dumps({"jsonrpc": "2.0", "method": CONTENT_CHANGED, "params": {"resource": resource}})
 
     def list_changed(self, version: str | None) -> None:
         self.spawn(self._list_fanout(args=[self.prefix, version or "", int(time.time() * 1000), self.max_events,

@@ -2,11 +2,13 @@
 
 ``$SCALE_DATA/<name>`` holds the text of ``data://<name>``; ``poll://value`` is polled
 every 0.2 s; ``control://touch/<name>`` announces a change of ``data://<name>`` from
-whichever worker serves it; ``worker://pid`` says which process answered.
+whichever worker serves it; ``worker://pid`` says which process answered;
+``slow://wait`` writes ``$SCALE_DATA/slow-started`` and then takes 60 s (to be cancelled).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -48,3 +50,10 @@ def list_changed() -> str:
 @app.resource("worker://pid")
 def pid() -> str:
     return str(os.getpid())
+
+
+@app.resource("slow://wait")
+async def slow() -> str:
+    (DATA / "slow-started").write_text("1")
+    await asyncio.sleep(60)
+    return "late"

@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from ...optin import RESOURCES_GET, wants
 from ...protocol import Connection
 from ...scaleout.broker import UNAVAILABLE, RedisBroker, safe_url
 from ...scaleout.sessions import SessionStore, SharedSession, event_id_key
@@ -40,7 +41,8 @@ def principal_key(principal: Any) -> str:
 def _state(conn: Connection) -> dict[str, str]:
     return {"v": conn.protocol_version or "", "caps": orjson.dumps(conn.client_capabilities).decode(),
             "info": orjson.dumps(conn.client_info).decode(), "lvl": conn.log_level or "",
-            "init": "1" if conn.initialized else ""}
+            "init": "1" if conn.initialized else "",
+            "cc": "1" if wants(conn.client_capabilities, RESOURCES_GET) else ""}
 
 
 def _apply(conn: Connection, state: dict[str, str]) -> None:
@@ -61,7 +63,8 @@ class SharedSessions(SessionTable):
         self.broker = broker
         self.store = SessionStore(broker, limits.idle_timeout)
         self.refreshed: dict[str, float] = {}
-        broker.handlers.update(end=self._ended_elsewhere, state=self._changed_elsewhere)
+        broker.handlers.update(end=self._ended_elsewhere, state=self._changed_elsewhere,
+                               cancel=self._cancelled_elsewhere)
         broker.on_reconnect.append(self.refreshed.clear)  # Redis may have forgotten them: look again
 
     def available(self) -> None:
@@ -79,6 +82,16 @@ class SharedSessions(SessionTable):
         session = super().create(connect, principal)
         self._bind(session)
         return session
+
+    def prepare(self, session: Session, message: Any, send: Send) -> Send:
+        """Before a POST of a known session: a ``notifications/cancelled`` for a request in flight
+        elsewhere goes to every worker; then ``storing(send)``."""
+        if type(message) is dict and message.get("method") == "notifications/cancelled":
+            params = message.get("params")
+            rid = params.get("requestId") if type(params) is dict else None
+            if rid is not None and session.conn is not None and rid not in session.conn.inflight:
+                self.broker.spawn(self.broker.publish("cancel", session.id, rid))
+        return self.storing(session, send)
 
     def storing(self, session: Session, send: Send) -> Send:
         """``send`` that first writes the session's state to Redis if a request changed it,
@@ -99,6 +112,8 @@ class SharedSessions(SessionTable):
                         await self.store.update(session.id, now)
                 except UNAVAILABLE as exc:
                     log.error("Redis at %s: storing session state failed: %s", safe_url(self.broker.url), exc)
+                    if before is None:  # a session nobody can find elsewhere: none at all
+                        self.end(session)
                     raise HTTPError(503, "Shared session store (Redis) unreachable", RETRY_AFTER) from None
                 before = now
             await send(message)
@@ -151,6 +166,11 @@ class SharedSessions(SessionTable):
         session = self.get(sid)
         if session is not None:
             self.end(session)
+
+    def _cancelled_elsewhere(self, sid: str, rid: Any) -> None:
+        session = self.get(sid)
+        if session is not None and session.conn is not None and session.conn.cancel(rid):
+            session.wake_cancelled()
 
     def _changed_elsewhere(self, sid: str) -> None:
         session = self.get(sid)

@@ -297,7 +297,7 @@ class ASGIApp:
             return
         assert session.conn is not None
         if self.shared is not None:
-            send = self.shared.storing(session, send)
+            send = self.shared.prepare(session, message, send)
         await exchange(session.conn, message, receive, send, accepted, self._streams, session=session)
 
     async def _session(self, sid: str, principal: Any) -> Session:
