@@ -217,6 +217,26 @@ def test_cancelled_on_another_worker_ends_the_request(workers: list[str], data: 
     assert post(workers[1], request(2, "ping"), headers).status_code == 200
 
 
+def test_a_post_response_stream_resumes_on_another_worker(workers: list[str], data: Path) -> None:
+    headers = initialize(workers[0])
+    post(workers[1], {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers)
+    assert post(workers[2], request(1, "logging/setLevel", {"level": "info"}), headers).status_code == 200
+    cut = EventReader("POST", workers[1], headers, request(2, "resources/read", {"uri": "slow://logged"}))
+    started = cut.next()
+    assert started["method"] == "notifications/message" and started["params"]["data"] == "started"
+    cut.close()  # the connection is lost: the client resumes at another worker
+    resumed = EventReader("GET", workers[2], {**headers, "last-event-id": started["id"]})
+    (data / "release").write_text("1")
+    finishing = resumed.next()
+    assert finishing["method"] == "notifications/message" and finishing["params"]["data"] == "finishing"
+    assert resumed.next()["result"]["contents"][0]["text"] == "done"
+    assert resumed.quiet(0.5)
+    resumed.close()
+    foreign = httpx.get(workers[0], headers={**headers, "accept": "text/event-stream",
+                                               "last-event-id": "nosuch-0.1"}, timeout=10)
+    assert foreign.status_code == 400
+
+
 def test_content_changed_for_a_shared_session_that_opted_in(workers: list[str], data: Path) -> None:
     (data / "cc").write_text("one")
     init = request(0, "initialize", {"protocolVersion": "2025-06-18", "clientInfo": {"name": "cc", "version": "0"},

@@ -88,6 +88,27 @@ class SessionStore:
     async def append(self, sid: str, data: bytes) -> None:
         await self.redis.xadd(self._keys(sid)[2], {"m": data}, maxlen=self.broker.max_events, approximate=True)
 
+    def _post_key(self, sid: str, key: str) -> str:
+        return self.broker.key("ps:", sid, ":", key)
+
+    async def append_post(self, sid: str, events: list[tuple[bytes, int, bytes | None]], grace: float) -> None:
+        """Events of POST response streams (``None``: the stream finished, kept ``grace`` seconds more)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for key, number, data in events:
+                stream = self._post_key(sid, key.decode("latin-1"))
+                fields: dict[str, Any] = {"n": number, "m": data} if data is not None else {"n": number, "end": 1}
+                pipe.xadd(stream, fields, maxlen=self.broker.max_events, approximate=True)
+                pipe.expire(stream, self.ttl if data is not None else max(1, int(grace)))
+            await pipe.execute()
+
+    async def post_events(self, sid: str, key: str, after: str, block_ms: int) -> list[tuple[str, dict[bytes, bytes]]]:
+        """A POST stream's events after ``after`` (``0-0``: all kept); waits ``block_ms`` for more."""
+        stream = self._post_key(sid, key)
+        if after == "0-0":
+            return [(_text(eid), fields) for eid, fields in await self.redis.xrange(stream)]
+        found = await self.redis.xread({stream: after}, count=256, block=block_ms)
+        return [(_text(eid), fields) for _, entries in found for eid, fields in entries]
+
     async def read(self, sid: str, after: str, block_ms: int) -> list[tuple[str, bytes]]:
         found = await self.redis.xread({self._keys(sid)[2]: after}, count=256, block=block_ms)
         return [(_text(eid), fields[b"m"]) for _, entries in found for eid, fields in entries]

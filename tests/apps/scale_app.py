@@ -3,7 +3,9 @@
 ``$SCALE_DATA/<name>`` holds the text of ``data://<name>``; ``poll://value`` is polled
 every 0.2 s; ``control://touch/<name>`` announces a change of ``data://<name>`` from
 whichever worker serves it; ``worker://pid`` says which process answered;
-``slow://wait`` writes ``$SCALE_DATA/slow-started`` and then takes 60 s (to be cancelled).
+``slow://wait`` writes ``$SCALE_DATA/slow-started`` and then takes 60 s (to be cancelled);
+``slow://logged`` logs, waits for ``$SCALE_DATA/release``, logs again and answers (an SSE
+response to resume elsewhere).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import asyncio
 import os
 from pathlib import Path
 
-from resourcekit import App
+from resourcekit import App, Context
 
 app = App("scale-fixture")
 DATA = Path(os.environ.get("SCALE_DATA", "."))
@@ -57,3 +59,12 @@ async def slow() -> str:
     (DATA / "slow-started").write_text("1")
     await asyncio.sleep(60)
     return "late"
+
+
+@app.resource("slow://logged")
+async def slow_logged(ctx: Context) -> str:
+    ctx.log("info", "started")
+    while not (DATA / "release").exists():
+        await asyncio.sleep(0.05)
+    ctx.log("info", "finishing")
+    return "done"

@@ -22,9 +22,9 @@ from ...optin import RESOURCES_GET, wants
 from ...protocol import Connection
 from ...scaleout.broker import UNAVAILABLE, RedisBroker, safe_url
 from ...scaleout.sessions import SessionStore, SharedSession, event_id_key
-from ._headers import HTTPError, Receive, Send
+from ._headers import HTTPError, Receive, Send, is_digits
 from ._sessions import Session, SessionLimits, SessionTable
-from ._sse import ENDED, PRIMING_VERSION, Inbox, OpenStreams, sse_headers, write
+from ._sse import ENDED, FINISHED_GRACE, PRIMING_VERSION, Inbox, OpenStreams, sse_headers, write
 
 log = logging.getLogger("resourcekit")
 
@@ -76,6 +76,7 @@ class SharedSessions(SessionTable):
         assert session.conn is not None
         session.conn.send = lambda message: self.broker.spawn(self.store.append(session.id, orjson.dumps(message)))
         session.conn.shared = SharedSession(self.store, session.id)
+        session.replay.mirror = PostStreams(self, session.id)
 
     def create(self, connect: Connect, principal: Any = None) -> Session:
         self.available()
@@ -182,6 +183,69 @@ class SharedSessions(SessionTable):
         if state is not None and session.conn is not None:
             _apply(session.conn, state)
 
+    # --- GET: the session's stream, or a POST stream resumed ----------------------------------------
+
+    async def serve_get(self, session: Session, last: str | None, receive: Receive, send: Send,
+                        streams: OpenStreams, lifetime: float) -> bool:
+        """Serve a GET here unless it resumes a POST stream this worker runs (False: the caller does)."""
+        if not last or last.startswith("r."):
+            await self.stream(session, last, receive, send, streams, lifetime)
+            return True
+        key, _, number = last.rpartition(".")
+        if key.encode("latin-1") in session.streams or not is_digits(number):
+            return False
+        await self.resume_post(session.id, key, int(number), receive, send, streams)
+        return True
+
+    async def resume_post(self, sid: str, key: str, number: int, receive: Receive, send: Send,
+                          streams: OpenStreams) -> None:
+        """A POST response stream that another worker runs (or ran), from Redis: the events after
+        ``number``, then the rest as they come, until its final message."""
+        try:
+            kept = await self.store.post_events(sid, key, "0-0", 0)
+        except UNAVAILABLE:
+            raise HTTPError(503, "Shared session store (Redis) unreachable", RETRY_AFTER) from None
+        if not kept:
+            raise HTTPError(400, "Unknown Last-Event-ID: not a stream of this session")
+        streams.claim()
+        inbox = Inbox()
+        inbox.put(kept)
+        pump = asyncio.ensure_future(self._pump_post(sid, key, kept[-1][0], inbox))
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": sse_headers()})
+            while True:
+                batch = await inbox.next(receive, True, send, streams.keepalive)
+                if batch is None:
+                    return
+                if batch is ENDED:
+                    break
+                for _, fields in batch:
+                    if b"end" in fields:
+                        inbox.put(ENDED)
+                        break
+                    if int(fields[b"n"]) > number and fields[b"m"]:  # (an empty one is a priming event)
+                        await write(send, fields[b"m"])
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            pump.cancel()
+            inbox.stop_watching()
+            streams.release()
+
+    async def _pump_post(self, sid: str, key: str, after: str, inbox: Inbox) -> None:
+        idle = 0.0
+        while idle < FINISHED_GRACE:  # nothing for that long: the worker running it is gone
+            try:
+                batch = await self.store.post_events(sid, key, after, BLOCK_MS)
+            except UNAVAILABLE:
+                await asyncio.sleep(0.5)
+                idle += 0.5
+                continue
+            idle = 0.0 if batch else idle + BLOCK_MS / 1000
+            if batch:
+                after = batch[-1][0]
+                inbox.put(batch)
+        inbox.put(ENDED)
+
     # --- the GET stream --------------------------------------------------------------------------
 
     async def stream(self, session: Session, last: str | None, receive: Receive, send: Send,
@@ -258,3 +322,31 @@ class SharedSessions(SessionTable):
                 continue
             while len(listener.items) > 512:  # the client reads slowly: Redis keeps the rest
                 await asyncio.sleep(0.05)
+
+
+class PostStreams:
+    """A shared session's ``Replay.mirror``: the events of its POST response streams go to Redis,
+    in order (one writer at a time), so a GET with ``Last-Event-ID`` resumes them on any worker."""
+
+    __slots__ = ("pending", "sessions", "sid", "writing")
+
+    def __init__(self, sessions: SharedSessions, sid: str) -> None:
+        self.sessions = sessions
+        self.sid = sid
+        self.pending: list[tuple[bytes, int, bytes | None]] = []
+        self.writing = False
+
+    def __call__(self, key: bytes, number: int, data: bytes | None) -> None:
+        self.pending.append((key, number, data))
+        if not self.writing:
+            self.writing = True
+            self.sessions.broker.spawn(self._write())
+
+    async def _write(self) -> None:
+        try:
+            while self.pending:
+                events, self.pending = self.pending, []
+                await self.sessions.store.append_post(self.sid, events, FINISHED_GRACE)
+        finally:
+            self.writing = False
+            self.pending.clear()

@@ -185,6 +185,8 @@ class Stream:
         self.last += 1
         data = b"id: %s.%d\nevent: message\ndata: %s\n\n" % (self.key, self.last, orjson.dumps(message))
         self.replay.keep(self, self.last, data)
+        if self.replay.mirror is not None:
+            self.replay.mirror(self.key, self.last, data)
         if self.resumer is not None:
             self.resumer.put(data)
         return data
@@ -192,6 +194,8 @@ class Stream:
     def priming(self) -> bytes:
         """An id and empty data, so the client can resume from the very start (2025-11-25)."""
         self.last += 1
+        if self.replay.mirror is not None:
+            self.replay.mirror(self.key, self.last, b"")
         return b"id: %s.%d\ndata: \n\n" % (self.key, self.last)
 
     def after(self, number: int) -> list[bytes]:
@@ -200,6 +204,8 @@ class Stream:
     def finish(self) -> None:
         self.done = True
         self.finished_at = time.monotonic()
+        if self.replay.mirror is not None:
+            self.replay.mirror(self.key, self.last, None)
         if self.resumer is not None:
             self.resumer.put(ENDED)
 
@@ -213,7 +219,7 @@ class Replay:
     their response, which a client notices at once.
     """
 
-    __slots__ = ("budget", "grace", "per_stream", "seq", "size", "streams")
+    __slots__ = ("budget", "grace", "mirror", "per_stream", "seq", "size", "streams")
 
     def __init__(self, budget: int, per_stream: int, grace: float = FINISHED_GRACE) -> None:
         self.budget = budget
@@ -222,6 +228,8 @@ class Replay:
         self.seq = 0
         self.size = 0  # bytes of the events kept
         self.streams: dict[bytes, Stream] = {}
+        # scale-out: (stream key, N, event or None once finished), so other workers can resume it
+        self.mirror: Callable[[bytes, int, bytes | None], None] | None = None
 
     def open(self, key: bytes) -> Stream:
         self.prune()

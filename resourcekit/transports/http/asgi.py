@@ -330,8 +330,8 @@ class ASGIApp:
         session = await self._session(sid, principal)
         replay: list[bytes] = []
         last = headers.opt(b"last-event-id")
-        if self.shared is not None and (not last or last.startswith("r.")):
-            await self.shared.stream(session, last, receive, send, self._streams, self.limits.max_stream_lifetime)
+        if self.shared is not None and await self.shared.serve_get(session, last, receive, send, self._streams,
+                                                                    self.limits.max_stream_lifetime):
             return
         if last:
             resumed, replay = session.replay_after(last)
