@@ -20,7 +20,7 @@ from typing import Any
 
 from .errors import DefinitionError
 
-__all__ = ["SkillError", "check_frontmatter", "hash_file", "read_confined", "walk"]
+__all__ = ["SkillError", "check_frontmatter", "hash_file", "read_confined", "read_regular", "walk"]
 
 log = logging.getLogger("resourcekit")
 
@@ -90,8 +90,14 @@ def read_confined(root: str, path: str) -> bytes | None:
     real = os.path.realpath(path)
     if not inside(real, root):
         return None
+    return read_regular(real)
+
+
+def read_regular(path: str, nofollow: bool = False) -> bytes | None:
+    """The bytes of ``path`` if it is a regular file (``nofollow``: and not a symlink)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (getattr(os, "O_NOFOLLOW", 0) if nofollow else 0)
     try:
-        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, flags)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as f:
@@ -101,8 +107,14 @@ def read_confined(root: str, path: str) -> bytes | None:
 
 
 def hash_file(root: str, path: str) -> tuple[str, int, bytes] | None:
-    """(sha256 hex, size, bytes) of a file inside ``root``; None if it is gone or escapes."""
-    data = read_confined(root, path)
+    """(sha256 hex, size, bytes) of a file ``walk`` found inside ``root``; None if it is gone or escapes.
+
+    A plain file is opened without following symlinks (no path resolution: start-up reads
+    every file); only a symlink, or a file swapped for one meanwhile, is resolved and checked.
+    """
+    data = read_regular(path, nofollow=True)
+    if data is None:
+        data = read_confined(root, path)
     if data is None:
         return None
     return hashlib.sha256(data).hexdigest(), len(data), data

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import threading
@@ -76,7 +77,7 @@ class _Mount:
 
     def uri(self, rel: str) -> str:
         parts = self.base + rel.split("/") if rel else self.base
-        return SCHEME + "/".join(quote(p, safe=_SAFE) for p in parts)
+        return SCHEME + "/".join(map(_segment, parts))
 
     def scan(self, previous: Mapping[str, _File], strict: bool) -> tuple[dict[str, _File], dict[str, list[str]],
                                                                           set[str]]:
@@ -170,6 +171,11 @@ class _Mount:
         return [skill_uri, *sorted(u for u in present if u != skill_uri)]
 
 
+@functools.lru_cache(maxsize=65536)
+def _segment(name: str) -> str:
+    return quote(name, safe=_SAFE)
+
+
 def _ancestors(rel: str) -> list[str]:
     """The folders holding ``rel``, nearest first, down to the root ``""``."""
     out = []
@@ -225,16 +231,11 @@ class SkillCatalog:
             self._apply(files, skills, dirs)
 
     def _apply(self, files: dict[str, _File], skills: dict[str, list[str]], dirs: set[str]) -> None:
-        """Make ``files`` what is served: register new files first, then show the new entries,
-        then drop and re-check the rest (a client told of a change finds the new entry)."""
+        """Make ``files`` what is served: the new entries first, then the resources and the
+        notifications they send (a client told of a change finds the new entry)."""
         registry, old = self.registry, self.files
         changed = [u for u, f in files.items() if u in old and old[u] is not f]
-        removed = [u for u in old if u not in files]
-        for uri, file in files.items():
-            if uri not in old:
-                self._register(uri, file)
-        if not changed and not removed and files.keys() == old.keys() and skills == self.skills \
-                and set(self.dirs) == dirs:
+        if not changed and files.keys() == old.keys() and skills == self.skills and set(self.dirs) == dirs:
             return  # nothing moved: entries stay as they are
         self.files = files
         self.entries = {uri: _entry(uri, members, files) for uri, members in skills.items()}
@@ -246,7 +247,10 @@ class SkillCatalog:
             self.index.append(self._seq, uri)
         self.skills = skills
         self.dirs = _tree(files, dirs)
-        for uri in removed:
+        for uri, file in files.items():
+            if uri not in old:
+                self._register(uri, file)
+        for uri in [u for u in old if u not in files]:
             with contextlib.suppress(KeyError):
                 registry.remove(uri)
             registry.notify_changed(uri)  # subscribers hear it is gone
