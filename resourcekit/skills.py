@@ -7,10 +7,10 @@ what the skills methods need beside them: each skill's entry (verbatim frontmatt
 every file with its SHA-256 digest and size) and the directory tree.
 
 Digests are computed once and refreshed only when a file's stat (mtime, size,
-inode) moves.  A rescan (every ``poll`` seconds while a server runs, in a worker
-thread) registers added files and removes deleted ones (the registry sends
-``list_changed``), and asks the tracker to re-check changed ones (subscribers hear
-``updated``).  At start-up a bad skill is a ``SkillError`` naming its ``SKILL.md``;
+inode) moves.  A rescan (every ``poll`` seconds while a server runs, and at once when
+``watchfiles``, if installed, reports a change; in a worker thread) registers added
+files and removes deleted ones (the registry sends ``list_changed``), and asks the
+tracker to re-check changed ones (subscribers hear ``updated``).  At start-up a bad skill is a ``SkillError`` naming its ``SKILL.md``;
 later it is logged, once, and left out.
 """
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import importlib
 import logging
 import os
 import threading
@@ -118,7 +119,7 @@ class _Mount:
                     self.warned.add(str(exc))
                     log.error("skills: %s (the skill is not served until it is fixed)", exc)
         # what no valid skill holds is not served
-        files = {u: hashed[u] for rel in valid for u in members.get(rel, [])}
+        files = {u: hashed[u] for u in sorted({u for rel in valid for u in members.get(rel, [])})}
         dirs = {self.uri(rel) for rel in valid}
         dirs.update(self.uri(rel) for rel, owners in below if valid.intersection(owners))
         for uri in list(files) + list(dirs):  # every level above is a directory of the namespace
@@ -201,6 +202,8 @@ class SkillCatalog:
         self._seq = 0
         self._lock = threading.Lock()
         self._task: asyncio.Task[None] | None = None
+        self._watcher: asyncio.Task[None] | None = None
+        self._stop_watching: asyncio.Event | None = None
         self._servers = 0
 
     def mount(self, directory: str | os.PathLike[str], prefix: str, poll: float | None) -> None:
@@ -272,12 +275,29 @@ class SkillCatalog:
         self._servers += 1
         if self._task is None and self.poll is not None:
             self._task = loop.create_task(self._poll(runner, self.poll))
+            try:  # with watchfiles installed a change is also noticed at once
+                watchfiles = importlib.import_module("watchfiles")
+            except ImportError:
+                return
+            self._stop_watching = asyncio.Event()
+            self._watcher = loop.create_task(self._watch(runner, watchfiles, self._stop_watching))
 
     def stop(self) -> None:
         self._servers -= 1
         if self._servers <= 0 and self._task is not None:
             self._task.cancel()
             self._task = None
+            if self._stop_watching is not None:
+                self._stop_watching.set()  # the watcher's thread ends within its step (50 ms)
+                self._stop_watching = None
+
+    async def _watch(self, runner: ThreadRunner, watchfiles: Any, stop: asyncio.Event) -> None:
+        try:
+            async for _ in watchfiles.awatch(*(m.root for m in self.mounts), stop_event=stop, debounce=100):
+                await runner.call(self.rescan)
+        except Exception:
+            if not stop.is_set():
+                log.exception("skills: watching for changes failed; polling every %s s", self.poll)
 
     async def _poll(self, runner: ThreadRunner, interval: float) -> None:
         while True:

@@ -407,3 +407,16 @@ async def test_changes_refresh_digests_notify_and_list_changed(tmp_path: Path, m
             return len((await client.request("skills/list"))["skills"]) == 1
 
         await until(dropped)
+
+
+async def test_watchfiles_notices_a_change_at_once(tmp_path: Path) -> None:
+    pytest.importorskip("watchfiles")
+    write(tmp_path / "s" / "SKILL.md", skill_md("s"))
+    ref = write(tmp_path / "s" / "ref.md", "one")
+    app = App("t")
+    app.add_skills(tmp_path, poll=600)  # the timer never fires during the test: watchfiles must
+    async with Client(app) as client:
+        await client.subscribe("skill://s/ref.md")
+        await asyncio.sleep(0.2)  # the watcher is started
+        ref.write_text("two")
+        await expect(client, "notifications/resources/updated", "skill://s/ref.md")
