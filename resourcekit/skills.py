@@ -10,8 +10,8 @@ Digests are computed once and refreshed only when a file's stat (mtime, size,
 inode) moves.  A rescan (every ``poll`` seconds while a server runs, and at once when
 ``watchfiles``, if installed, reports a change; in a worker thread) registers added
 files and removes deleted ones (the registry sends ``list_changed``), and asks the
-tracker to re-check changed ones (subscribers hear ``updated``).  At start-up a bad skill is a ``SkillError`` naming its ``SKILL.md``;
-later it is logged, once, and left out.
+tracker to re-check changed ones (subscribers hear ``updated``).  At start-up a bad
+skill is a ``SkillError`` naming its ``SKILL.md``; later it is logged, once, and left out.
 """
 
 from __future__ import annotations

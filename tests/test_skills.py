@@ -18,7 +18,7 @@ from resourcekit.errors import DefinitionError
 from resourcekit.skills import SkillError
 from resourcekit.testing import Client
 from tests.apps.ext_app import app as ext_app
-from tests.helpers import COOKBOOK
+from tests.helpers import COOKBOOK, env
 
 pytestmark = pytest.mark.anyio
 MODERN = "2026-07-28"
@@ -420,3 +420,25 @@ async def test_watchfiles_notices_a_change_at_once(tmp_path: Path) -> None:
         await asyncio.sleep(0.2)  # the watcher is started
         ref.write_text("two")
         await expect(client, "notifications/resources/updated", "skill://s/ref.md")
+
+
+def test_frontmatter_bombs_and_bad_bytes_are_refused(tmp_path: Path) -> None:
+    laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + n)}: &{chr(98 + n)} [{', '.join(['*' + chr(97 + n)] * 10)}]\n" for n in range(8))
+    write(tmp_path / "s" / "SKILL.md", f"---\nname: s\ndescription: d\n{laughs}---\n")
+    with pytest.raises(SkillError, match="expands to over 10000 values"):
+        App("t").add_skills(tmp_path)
+    write(tmp_path / "s" / "SKILL.md", "---\nname: s\ndescription: d\nx: '" + "y" * 70_000 + "'\n---\n")
+    with pytest.raises(SkillError, match="frontmatter is over"):
+        App("t").add_skills(tmp_path)
+    write(tmp_path / "s" / "SKILL.md", b"---\nname: s\ndescription: \xff\n---\n")
+    with pytest.raises(SkillError, match="not UTF-8"):
+        App("t").add_skills(tmp_path)
+
+
+def test_pyyaml_is_imported_only_when_skills_are_added() -> None:
+    import subprocess
+
+    code = ("import sys; from resourcekit import App; App('x'); assert 'yaml' not in sys.modules; "
+            f"App('y').add_skills({str(SKILLS)!r}, poll=None); assert 'yaml' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60, env=env())
