@@ -7,6 +7,8 @@ Keys (all under the prefix, ``resourcekit:`` by default, so several apps share a
   ``content_changed``, sent after each ``updated``); ``sub:SID`` (hash): its subscriptions,
   URI -> the version it last heard of; ``ev:SID`` (stream): events for its GET stream, kept
   for ``Last-Event-ID``; all three expire after the idle timeout unless refreshed.
+  ``ps:SID:KEY`` (stream): the events of one of its POST response streams, so that any
+  worker resumes it; kept 30 s once finished.
 - ``sessions`` (sorted set): live session ids by expiry time, for ``list_changed``.
 - ``subs:URI`` (set): the sessions subscribed to a URI; ``watched`` (set): such URIs.
 - ``ver:URI``: the last version announced of a URI (compare-and-set); ``listver``: the list's.

@@ -85,21 +85,22 @@ class SessionStore:
             await pipe.execute()
         await self.broker.publish("end", sid)
 
-    async def append(self, sid: str, data: bytes) -> None:
-        await self.redis.xadd(self._keys(sid)[2], {"m": data}, maxlen=self.broker.max_events, approximate=True)
-
-    def _post_key(self, sid: str, key: str) -> str:
-        return self.broker.key("ps:", sid, ":", key)
-
-    async def append_post(self, sid: str, events: list[tuple[bytes, int, bytes | None]], grace: float) -> None:
-        """Events of POST response streams (``None``: the stream finished, kept ``grace`` seconds more)."""
+    async def append(self, sid: str, events: list[tuple[bytes | None, int, bytes | None]], grace: float) -> None:
+        """Events, in order: ``(None, 0, message)`` for the GET stream; ``(KEY, N, event)`` of a POST
+        response stream (``None``: that stream finished; it is kept ``grace`` seconds more)."""
         async with self.redis.pipeline(transaction=False) as pipe:
             for key, number, data in events:
+                if key is None:
+                    pipe.xadd(self._keys(sid)[2], {"m": data}, maxlen=self.broker.max_events, approximate=True)
+                    continue
                 stream = self._post_key(sid, key.decode("latin-1"))
                 fields: dict[str, Any] = {"n": number, "m": data} if data is not None else {"n": number, "end": 1}
                 pipe.xadd(stream, fields, maxlen=self.broker.max_events, approximate=True)
                 pipe.expire(stream, self.ttl if data is not None else max(1, int(grace)))
             await pipe.execute()
+
+    def _post_key(self, sid: str, key: str) -> str:
+        return self.broker.key("ps:", sid, ":", key)
 
     async def post_events(self, sid: str, key: str, after: str, block_ms: int) -> list[tuple[str, dict[bytes, bytes]]]:
         """A POST stream's events after ``after`` (``0-0``: all kept); waits ``block_ms`` for more."""

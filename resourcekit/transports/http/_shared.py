@@ -74,9 +74,9 @@ class SharedSessions(SessionTable):
 
     def _bind(self, session: Session) -> None:
         assert session.conn is not None
-        session.conn.send = lambda message: self.broker.spawn(self.store.append(session.id, orjson.dumps(message)))
+        writer = session.replay.mirror = Events(self, session.id)
+        session.conn.send = lambda message: writer(None, 0, orjson.dumps(message))
         session.conn.shared = SharedSession(self.store, session.id)
-        session.replay.mirror = PostStreams(self, session.id)
 
     def create(self, connect: Connect, principal: Any = None) -> Session:
         self.available()
@@ -324,19 +324,20 @@ class SharedSessions(SessionTable):
                 await asyncio.sleep(0.05)
 
 
-class PostStreams:
-    """A shared session's ``Replay.mirror``: the events of its POST response streams go to Redis,
-    in order (one writer at a time), so a GET with ``Last-Event-ID`` resumes them on any worker."""
+class Events:
+    """What a shared session's streams say goes to Redis in order, one write at a time: messages
+    for its GET stream (``key`` None), and, as its ``Replay.mirror``, the events of its POST
+    response streams, so a GET with ``Last-Event-ID`` resumes them on any worker."""
 
     __slots__ = ("pending", "sessions", "sid", "writing")
 
     def __init__(self, sessions: SharedSessions, sid: str) -> None:
         self.sessions = sessions
         self.sid = sid
-        self.pending: list[tuple[bytes, int, bytes | None]] = []
+        self.pending: list[tuple[bytes | None, int, bytes | None]] = []
         self.writing = False
 
-    def __call__(self, key: bytes, number: int, data: bytes | None) -> None:
+    def __call__(self, key: bytes | None, number: int, data: bytes | None) -> None:
         self.pending.append((key, number, data))
         if not self.writing:
             self.writing = True
@@ -346,7 +347,7 @@ class PostStreams:
         try:
             while self.pending:
                 events, self.pending = self.pending, []
-                await self.sessions.store.append_post(self.sid, events, FINISHED_GRACE)
+                await self.sessions.store.append(self.sid, events, FINISHED_GRACE)
         finally:
             self.writing = False
             self.pending.clear()
