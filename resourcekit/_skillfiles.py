@@ -51,7 +51,7 @@ def walk(root: str, warned: set[str]) -> Iterator[tuple[str, bool, os.stat_resul
     """
     stack: list[tuple[str, str, frozenset[str]]] = [(root, "", frozenset({root}))]
     while stack:
-        directory, rel, chain = stack.pop()
+        directory, rel, chain = stack.pop()  # ``directory`` is a real path
         try:
             with os.scandir(directory) as it:
                 entries = sorted(it, key=lambda e: e.name)
@@ -65,6 +65,7 @@ def walk(root: str, warned: set[str]) -> Iterator[tuple[str, bool, os.stat_resul
                 continue
             child = f"{rel}/{name}" if rel else name
             try:
+                real = entry.path
                 if entry.is_symlink():
                     real = os.path.realpath(entry.path)
                     if not inside(real, root):
@@ -73,11 +74,10 @@ def walk(root: str, warned: set[str]) -> Iterator[tuple[str, bool, os.stat_resul
                             log.warning("skills: %s is a symlink leading outside %s: skipped", entry.path, root)
                         continue
                 if entry.is_dir():
-                    real = os.path.realpath(entry.path)
                     if real in chain or len(chain) > _MAX_DEPTH:
                         continue
                     yield child, True, None
-                    below.append((entry.path, child, chain | {real}))
+                    below.append((real, child, chain | {real}))
                 elif entry.is_file():
                     yield child, False, entry.stat()
             except OSError:  # vanished meanwhile, or unreadable: not served

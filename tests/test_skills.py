@@ -442,3 +442,16 @@ def test_pyyaml_is_imported_only_when_skills_are_added() -> None:
     code = ("import sys; from resourcekit import App; App('x'); assert 'yaml' not in sys.modules; "
             f"App('y').add_skills({str(SKILLS)!r}, poll=None); assert 'yaml' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60, env=env())
+
+
+async def test_symlinked_directories_inside_are_followed_loops_are_not(tmp_path: Path) -> None:
+    write(tmp_path / "s" / "SKILL.md", skill_md("s"))
+    write(tmp_path / "s" / "docs" / "a.md", "a")
+    (tmp_path / "s" / "alias").symlink_to(tmp_path / "s" / "docs")
+    (tmp_path / "s" / "docs" / "loop").symlink_to(tmp_path / "s")
+    app = App("t")
+    app.add_skills(tmp_path, poll=None)
+    async with Client(app) as client:
+        assert sorted(r["uri"] for r in await client.list_resources()) == [
+            "skill://s/SKILL.md", "skill://s/alias/a.md", "skill://s/docs/a.md"]
+        assert await client.read_text("skill://s/alias/a.md") == "a"
