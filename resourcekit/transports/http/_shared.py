@@ -29,6 +29,7 @@ from ._sse import ENDED, FINISHED_GRACE, PRIMING_VERSION, Inbox, OpenStreams, ss
 log = logging.getLogger("resourcekit")
 
 RETRY_AFTER = [(b"retry-after", b"2")]
+WARN_EVERY = 10.0  # seconds between two "answering 503" lines while Redis is unreachable
 BLOCK_MS = 2000  # how long one XREAD of a GET stream waits before it looks around
 UPDATED = "notifications/resources/updated"
 Connect = Callable[[Callable[[Any], None]], Connection]
@@ -56,20 +57,24 @@ def _apply(conn: Connection, state: dict[str, str]) -> None:
 class SharedSessions(SessionTable):
     """This worker's cache of the sessions in Redis."""
 
-    __slots__ = ("broker", "refreshed", "store")
+    __slots__ = ("broker", "refreshed", "store", "warned")
 
     def __init__(self, limits: SessionLimits, broker: RedisBroker) -> None:
         super().__init__(limits)
         self.broker = broker
         self.store = SessionStore(broker, limits.idle_timeout)
         self.refreshed: dict[str, float] = {}
+        self.warned = -WARN_EVERY
         broker.handlers.update(end=self._ended_elsewhere, state=self._changed_elsewhere,
                                cancel=self._cancelled_elsewhere)
         broker.on_reconnect.append(self.refreshed.clear)  # Redis may have forgotten them: look again
 
     def available(self) -> None:
         if not self.broker.healthy:
-            log.warning("Redis at %s unreachable: answering 503", safe_url(self.broker.url))
+            now = time.monotonic()
+            if now - self.warned >= WARN_EVERY:  # a line every 10 s at most, not one per request
+                self.warned = now
+                log.warning("Redis at %s unreachable: answering 503", safe_url(self.broker.url))
             raise HTTPError(503, "Shared session store (Redis) unreachable", RETRY_AFTER)
 
     def _bind(self, session: Session) -> None:
