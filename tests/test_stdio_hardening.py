@@ -36,7 +36,8 @@ def test_a_client_that_never_reads_cannot_grow_the_server() -> None:
         proc.stdin.flush()
         time.sleep(2.0)
         grown = rss_mib(proc.pid) - before
-        assert grown < 40, f"server grew by {grown:.0f} MiB"  # unbounded: 100+ MiB
+        # bounded, it grows 25 to 42 MiB (answers read before the pause, threads); unbounded: 100+ MiB
+        assert grown < 60, f"server grew by {grown:.0f} MiB"
     finally:
         proc.kill()
         proc.wait()
