@@ -37,7 +37,7 @@ def test_a_client_that_never_reads_cannot_grow_the_server() -> None:
         time.sleep(2.0)
         grown = rss_mib(proc.pid) - before
         # bounded, it grows 25 to 42 MiB (answers read before the pause, threads); unbounded: 100+ MiB
-        assert grown < 60, f"server grew by {grown:.0f} MiB"
+        assert grown < 30, f"server grew by {grown:.0f} MiB"  # 32 answers in flight; unbounded: 100+ MiB
     finally:
         proc.kill()
         proc.wait()
