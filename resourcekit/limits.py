@@ -8,8 +8,7 @@ documented outcome for the client (README, "Limits"): a JSON-RPC error whose
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 __all__ = ["Limits", "put_bounded"]
 
@@ -20,8 +19,7 @@ KiB = 1024
 MiB = 1024 * KiB
 
 
-@dataclasses.dataclass(frozen=True)
-class Limits:
+class _Fields(NamedTuple):
     #: bytes of one incoming message (a stdio line, an HTTP body): -32600 / HTTP 413
     max_message_size: int = 4 * MiB
     #: characters of a URI in any request: -32602 before any template is tried
@@ -59,15 +57,25 @@ class Limits:
     #: items per list page
     page_size: int = 1000
 
-    def __post_init__(self) -> None:
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
+
+class Limits(_Fields):
+    """Every bound a client can push against (each field above: its default and outcome).
+
+    Immutable (a named tuple: a dataclass would cost every start-up milliseconds to build).
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Limits:
+        self = super().__new__(cls, *args, **kwargs)
+        for name, value in zip(self._fields, self, strict=True):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise ValueError(f"Limits.{field.name} must be a positive number, not {value!r}")
+                raise ValueError(f"Limits.{name} must be a positive number, not {value!r}")
+        return self
 
     def replace(self, **changes: Any) -> Limits:
         """A copy with some limits changed (``None`` values are ignored)."""
-        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+        return Limits(**{**self._asdict(), **{k: v for k, v in changes.items() if v is not None}})
 
 
 DEFAULT_LIMITS = Limits()
