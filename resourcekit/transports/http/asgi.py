@@ -288,7 +288,6 @@ class ASGIApp:
                 "Bad Request: Mcp-Session-Id header is required (initialize first, or send a "
                 f"2026-07-28 request with _meta['{META_PROTOCOL_VERSION}'])")))
             return
-        # in one process, no await: a coroutine per request costs more than the lookup
         session = self.sessions.lookup(sid, principal) if self.shared is None else await self._session(sid, principal)
         version = headers.opt(VERSION_HEADER)
         if version is not None and version not in HANDSHAKE_VERSIONS:
