@@ -20,7 +20,7 @@ from typing import Generic, TypeVar
 
 from .errors import InvalidParams
 
-__all__ = ["SeqIndex", "decode_cursor", "encode_cursor"]
+__all__ = ["SeqIndex", "decode_cursor", "encode_cursor", "set_cursor_key"]
 
 T = TypeVar("T")
 
@@ -82,6 +82,12 @@ def _seq(entry: tuple[int, object]) -> int:
 
 _KEY = os.urandom(32)
 _TAG = 8  # bytes of HMAC-SHA256 kept: forging one is a 2**64 guess
+
+
+def set_cursor_key(key: bytes) -> None:
+    """Sign cursors with ``key``: workers that share it accept each other's cursors."""
+    global _KEY
+    _KEY = key
 
 
 def _tag(raw: bytes) -> bytes:

@@ -273,3 +273,12 @@ def _closed_port() -> int:
     from tests.http_server import free_port
 
     return free_port()
+
+
+def test_a_list_walk_continues_on_another_worker(workers: list[str], data: Path) -> None:
+    body, headers = modern("resources/list", {})
+    first = post(workers[0], body, headers).json()["result"]
+    assert len(first["resources"]) == 3 and "nextCursor" in first
+    body, headers = modern("resources/list", {"cursor": first["nextCursor"]})
+    second = post(workers[1], body, headers).json()  # cursors are signed with a key the workers share
+    assert [r["uri"] for r in second["result"]["resources"]] == ["slow://wait", "slow://logged"], second

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import secrets
 import time
 from collections.abc import Callable, Coroutine
@@ -35,6 +36,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from ..methods.wire import fresh_resource, seed_fields
+from ..pagination import set_cursor_key
 
 if TYPE_CHECKING:
     from ..tracking import Tracker
@@ -220,6 +222,11 @@ class RedisBroker:
         if restarted:
             for hook in self.on_reconnect:
                 hook()
+        if fresh:  # one cursor key for every worker: a list walk may continue on any of them
+            await self.redis.set(self.key("cursor-key"), os.urandom(32).hex(), nx=True)
+            shared_key = await self.redis.get(self.key("cursor-key"))
+            if shared_key:
+                set_cursor_key(bytes.fromhex(shared_key.decode() if isinstance(shared_key, bytes) else shared_key))
         if fresh:
             assert self.tracker is not None
             for uri in await self.redis.smembers(self.key("watched")):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from resourcekit import App, Context
 
-app = App("scale-fixture")
+app = App("scale-fixture", page_size=3)  # two pages of resources: a walk crosses workers
 DATA = Path(os.environ.get("SCALE_DATA", "."))
 
 
