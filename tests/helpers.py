@@ -101,6 +101,17 @@ class RawServer:
             self.close()
 
 
+def stop_process(proc: subprocess.Popen[Any], timeout: float = 10) -> None:
+    """Terminate a child process, killing it if it does not go within ``timeout`` seconds."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def modern_meta(**extra: Any) -> dict[str, Any]:
     meta = {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",

@@ -10,6 +10,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 
+from tests.helpers import stop_process
 from tests.http_server import free_port
 
 
@@ -47,12 +48,7 @@ class RedisProcess:
 
     def stop(self) -> None:
         if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            stop_process(self.proc)
             self.proc = None
 
 

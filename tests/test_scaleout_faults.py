@@ -16,7 +16,7 @@ import httpx
 import pytest
 import redis as redis_py
 
-from tests.helpers import APPS, command, env
+from tests.helpers import APPS, command, env, stop_process
 from tests.http_server import free_port, wait_for_port
 from tests.redis_server import RedisProcess, redis_process
 from tests.test_scaleout import UPDATED, EventReader, initialize, modern, post, request, wait_for
@@ -54,13 +54,7 @@ class Worker:
         self.proc.wait(10)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
 
 
 @contextlib.contextmanager

@@ -102,13 +102,14 @@ async def stdio(args: list[str], modern: bool) -> AsyncIterator[ClientSession]:
                                    env={"PYTHONPATH": env()["PYTHONPATH"]}, cwd=str(ROOT))
     with tempfile.TemporaryFile("w+") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
-            if modern:
-                discovered = await session.discover()
-                assert discovered.capabilities.extensions == {EXTENSION: {"directoryRead": True}}
-            else:
-                initialized = await session.initialize()
-                assert initialized.capabilities.extensions == {EXTENSION: {"directoryRead": True}}
+            await open_declaring_skills(session, modern)
             yield session
+
+
+async def open_declaring_skills(session: ClientSession, modern: bool) -> None:
+    """discover (2026-07-28) or initialize, and check that the skills extension is declared."""
+    opened = await session.discover() if modern else await session.initialize()
+    assert opened.capabilities.extensions == {EXTENSION: {"directoryRead": True}}
 
 
 @pytest.mark.parametrize("modern", [False, True], ids=["handshake", "2026-07-28"])
@@ -137,12 +138,7 @@ def http_url() -> Any:
 @pytest.mark.parametrize("modern", [False, True], ids=["handshake", "2026-07-28"])
 async def test_http_both_eras(http_url: str, modern: bool) -> None:
     async with streamable_http_client(http_url) as (read, write), ClientSession(read, write) as session:
-        if modern:
-            discovered = await session.discover()
-            assert discovered.capabilities.extensions == {EXTENSION: {"directoryRead": True}}
-        else:
-            initialized = await session.initialize()
-            assert initialized.capabilities.extensions == {EXTENSION: {"directoryRead": True}}
+        await open_declaring_skills(session, modern)
         await exercise(session, modern)
 
 

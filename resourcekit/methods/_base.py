@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidParams, LimitExceeded
+from ..pagination import decode_cursor
 
 if TYPE_CHECKING:
     from ..handler import Handler
@@ -22,6 +23,12 @@ PENDING: Any = object()
 
 Method = Callable[["Request"], Any]
 Notification = Callable[["Connection", dict[str, Any]], None]
+
+
+def keyset_after(req: Request, kind: str) -> int:
+    """Where a keyset-paged list resumes: the sequence number in the request's cursor, else 0."""
+    cursor = req.params.get("cursor")
+    return 0 if cursor is None else decode_cursor(cursor, (kind,))[1][0]
 
 
 def str_param(req: Request, name: str) -> str:

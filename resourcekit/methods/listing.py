@@ -25,7 +25,7 @@ from ..limits import put_bounded
 from ..optin import OptIn
 from ..pagination import decode_cursor, encode_cursor
 from ..versions import META_VERSION
-from ._base import Method, cache_hints, in_worker, uri_param
+from ._base import Method, cache_hints, in_worker, keyset_after, uri_param
 from .children import children_from, listable
 from .wire import (
     INSTANCE_FIELDS,
@@ -297,11 +297,7 @@ def _child_wire(req: Request, item: Any, opt: OptIn, filtering: bool) -> tuple[d
 
 def list_templates(req: Request) -> dict[str, Any]:
     app = req.conn.app
-    after = 0
-    cursor = req.params.get("cursor")
-    if cursor is not None:
-        after = decode_cursor(cursor, ("t",))[1][0]
-    page, more = app.templates.page(after, app.page_size)
+    page, more = app.templates.page(keyset_after(req, "t"), app.page_size)
     out = []
     opt = req.optin
     for _, handler in page:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidParams, ResourceNotFound
 from ..pagination import decode_cursor, encode_cursor
-from ._base import Method, cache_hints, in_worker, uri_param
+from ._base import Method, cache_hints, in_worker, keyset_after, uri_param
 from .listing import children_page
 from .wire import resource_decorator, resource_wire
 
@@ -29,10 +29,7 @@ DIRECTORY_MIME = "inode/directory"
 
 def list_skills(req: Request) -> dict[str, Any]:
     app = req.conn.app
-    after = 0
-    cursor = req.params.get("cursor")
-    if cursor is not None:
-        after = decode_cursor(cursor, ("s",))[1][0]
+    after = keyset_after(req, "s")
     catalog = app.skills
     result: dict[str, Any] = {"skills": []}
     if catalog is not None:
