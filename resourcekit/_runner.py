@@ -7,9 +7,10 @@ The deque is FIFO: what a worker ``post``s before its result (a handler's log
 message) reaches the loop first.
 
 A new thread starts when no worker is idle (up to ``max_workers``), and when a job
-still waits ``STALL`` seconds after it came while workers looked idle: a fast job
-never queues behind a slow one while a thread could be had, and a burst of fast
-jobs does not wake 32 threads to fight over the GIL.  At most ``max_queued`` jobs
+still waits ``STALL`` seconds after it came while workers looked idle, no worker is
+idle now and none took a job meanwhile (every worker is stuck in a slow job): a fast
+job never queues behind a slow one while a thread could be had, and a burst of fast
+jobs, merely waiting for the GIL, does not wake 32 threads to fight over it.  At most ``max_queued`` jobs
 wait; beyond that ``submit`` refuses.
 """
 
@@ -63,12 +64,17 @@ class ThreadRunner:
                 # an "idle" worker may be busy already (it took a job and has not said so yet):
                 # if this job is still waiting shortly, it gets a thread of its own
                 self._watching = True
-                self._loop.call_later(STALL, self._unstall, self._submitted)
+                self._loop.call_later(STALL, self._unstall, self._submitted, self._taken)
 
-    def _unstall(self, job: int) -> None:
-        self._watching = False
-        if self._taken < job and len(self._threads) < self._max_workers:
+    def _unstall(self, job: int, taken: int) -> None:
+        """Called STALL after job ``job`` came (``taken`` jobs then taken): spawn if every worker is stuck."""
+        if self._taken >= job or len(self._threads) >= self._max_workers or self._closed:
+            self._watching = False
+        elif self._idle == 0 and self._taken == taken:
+            self._watching = False
             self._spawn()
+        else:  # the queue moves (or a worker is about to take it): look again later
+            self._loop.call_later(STALL, self._unstall, job, self._taken)
 
     def _spawn(self) -> None:
         with self._lock:
