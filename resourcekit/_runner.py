@@ -17,6 +17,7 @@ wait; beyond that ``submit`` refuses.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import queue
 import threading
 from collections import deque
@@ -36,15 +37,16 @@ class ThreadRunner:
         self._loop = loop
         self._max_workers = max_workers
         self._max_queued = max_queued
-        # jobs submitted (by the loop thread only) and taken (by workers, under the lock):
-        # their difference is the queue's length, read without a lock on the hot path
+        # jobs submitted (by the loop thread only) and taken (by workers, numbered by an atomic
+        # counter): their difference is the queue's length, read without a lock
         self._submitted = 0
         self._taken = 0
+        self._takes = itertools.count(1)
         self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Callback] | None] = queue.SimpleQueue()
         self._done: deque[tuple[Callback, bool, Any]] = deque()
         self._wake_pending = False
         self._threads: list[threading.Thread] = []
-        self._idle = 0
+        self._waiting: deque[None] = deque()  # one item per worker waiting for a job (atomic ops)
         self._lock = threading.Lock()
         self._closed = False
         self._watching = False  # a check for a stalled job is scheduled
@@ -58,9 +60,10 @@ class ThreadRunner:
         self._submitted += 1
         self._jobs.put((fn, callback))
         if len(self._threads) < self._max_workers:
-            if self._idle == 0:
+            idle = len(self._waiting)
+            if idle == 0:
                 self._spawn()
-            elif queued >= self._idle and not self._watching:
+            elif queued >= idle and not self._watching:
                 # an "idle" worker may be busy already (it took a job and has not said so yet):
                 # if this job is still waiting shortly, it gets a thread of its own
                 self._watching = True
@@ -70,7 +73,7 @@ class ThreadRunner:
         """Called STALL after job ``job`` came (``taken`` jobs then taken): spawn if every worker is stuck."""
         if self._taken >= job or len(self._threads) >= self._max_workers or self._closed:
             self._watching = False
-        elif self._idle == 0 and self._taken == taken:
+        elif not self._waiting and self._taken == taken:
             self._watching = False
             self._spawn()
         else:  # the queue moves (or a worker is about to take it): look again later
@@ -102,17 +105,14 @@ class ThreadRunner:
         return await future
 
     def _work(self) -> None:
-        jobs, done = self._jobs, self._done
+        jobs, done, waiting, takes = self._jobs, self._done, self._waiting, self._takes
         while True:
-            with self._lock:
-                self._idle += 1
+            waiting.append(None)
             job = jobs.get()
-            with self._lock:
-                self._idle -= 1
-                if job is not None:
-                    self._taken += 1
+            waiting.pop()
             if job is None:
                 return
+            self._taken = next(takes)
             fn, callback = job
             try:
                 outcome = (callback, True, fn())

@@ -149,7 +149,10 @@ class Connection:
         except orjson.JSONDecodeError as exc:
             (reply or self.send)(error_response(None, ParseError(f"Parse error: {exc}")))
             return
-        self.receive(message, reply)
+        if type(message) is dict:  # ``receive``, inlined for the common case
+            self._receive_one(message, reply or self.send)
+        else:
+            self.receive(message, reply)
 
     def receive(self, message: Any, reply: Send | None = None) -> None:
         """Handle one decoded message; responses go to ``reply`` (default: ``send``)."""
@@ -167,7 +170,7 @@ class Connection:
             if method is None and ("result" in msg or "error" in msg) and "id" in msg:
                 return  # a response to a request we never send: nothing to do
             rid = msg.get("id")
-            reply(error_response(rid if _valid_id(rid) else None, InvalidRequest(
+            reply(error_response(rid if type(rid) is int or type(rid) is str else None, InvalidRequest(
                 "Invalid Request: expected jsonrpc '2.0' and a string method")))
             return
         params = msg.get("params")
@@ -176,7 +179,7 @@ class Connection:
                 self._notification(method, params or {})
             return  # a receiver never answers a notification, even a bad one
         rid = msg["id"]
-        if not _valid_id(rid):
+        if type(rid) is not int and type(rid) is not str:
             reply(error_response(None, InvalidRequest("Invalid Request: id must be a string or integer")))
             return
         if params is None:
@@ -326,6 +329,3 @@ async def _run(request: Request, outcome: Awaitable[Any]) -> None:
     if result is not PENDING:
         request.respond(result)
 
-
-def _valid_id(rid: Any) -> bool:
-    return (type(rid) is int) or (type(rid) is str)

@@ -438,7 +438,7 @@ async def test_a_job_stuck_behind_busy_workers_gets_a_thread_but_a_moving_queue_
     try:
         runner.submit(lambda: release.wait(5), lambda ok, v: None)  # the only thread, stuck
         for _ in range(200):
-            if runner._idle == 0 and runner._taken == 1:
+            if not runner._waiting and runner._taken == 1:
                 break
             await asyncio.sleep(0.005)
         runner._jobs.put((lambda: "late", lambda ok, v: None))  # queued as if a worker looked idle

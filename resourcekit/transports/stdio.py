@@ -41,7 +41,7 @@ class _Writer:
         self._loop = asyncio.get_running_loop()
 
     def send(self, message: Any) -> None:
-        self._buffer.append(orjson.dumps(message) + b"\n")
+        self._buffer.append(orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE))
         if not self._scheduled:
             self._scheduled = True
             self._loop.call_soon(self.flush)
@@ -136,11 +136,17 @@ class _Reader(asyncio.Protocol):
                 self._pending.clear()
                 self._line(line)
             start = end + 1
+        find, feed, limit = data.find, self._conn.feed, self._limit
         while True:
-            end = data.find(b"\n", start)
+            end = find(b"\n", start)
             if end < 0:
                 break
-            self._line(data[start:end])
+            if end - start > limit:
+                self._too_large()
+            elif end > start:
+                line = data[start:end]
+                if line[0] == 123 or not line.isspace():  # "{" first: no need to look for blank lines
+                    feed(line)
             start = end + 1
         if start < len(data):
             if len(data) - start > self._limit:
