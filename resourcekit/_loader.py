@@ -16,6 +16,7 @@ from .transports import http
 __all__ = ["CLIError", "apply_limits", "find_app", "load_app", "reload_factory", "split_target", "worker_factory"]
 
 CONVENTIONAL_NAMES = ("app", "server", "mcp")
+RESOURCE_TOOLS_ENV = "RESOURCEKIT_RESOURCE_TOOLS"  # "1": every app loaded here serves its resources as tools
 
 
 class CLIError(Exception):
@@ -50,6 +51,11 @@ def load_app(target: str) -> App:
         gc.enable()
         gc.freeze()
     return find_app(vars(module), attr, path)
+
+
+def use_resource_tools() -> None:
+    """``--resource-tools``: apps loaded from now on, here and in child processes, serve resources as tools."""
+    os.environ[RESOURCE_TOOLS_ENV] = "1"
 
 
 def split_target(target: str) -> tuple[str, str | None]:

@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 
 import orjson
 
-from ._loader import CLIError, apply_limits, find_app, load_app, split_target
+from ._loader import CLIError, apply_limits, find_app, load_app, split_target, use_resource_tools
 from .app import App
 from .errors import DefinitionError, MCPError
 from .testing import Client
@@ -56,6 +56,8 @@ def _parser() -> argparse.ArgumentParser:
                           "(default $RESOURCEKIT_REDIS_URL; needs the redis extra)")
     run.add_argument("--redis-prefix", metavar="PREFIX", help="HTTP: prefix of the Redis keys (default resourcekit:)")
     run.add_argument("--workers", type=int, metavar="N", help="HTTP: worker processes (N > 1 needs --redis)")
+    run.add_argument("--resource-tools", action="store_true",
+                     help="also serve the resources as two read-only tools, for hosts that only call tools")
     limits = run.add_argument_group("limits", "override the app's Limits (see README, \"Limits\")")
     for flag, kind, about in LIMIT_FLAGS:
         limits.add_argument(flag, type=kind, metavar="N", help=about)
@@ -109,6 +111,8 @@ def _given(args: argparse.Namespace, flag: str) -> bool:
 
 
 def _run(args: argparse.Namespace) -> None:
+    if args.resource_tools:
+        use_resource_tools()  # for this process and any it starts (reloader, workers)
     limits = {flag[2:].replace("-", "_"): getattr(args, flag[2:].replace("-", "_")) for flag, _, _ in LIMIT_FLAGS}
     if args.transport == "stdio":
         for flag in HTTP_ONLY:
