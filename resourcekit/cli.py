@@ -12,11 +12,13 @@ from typing import Any, NoReturn
 
 import orjson
 
+from . import __version__
 from ._loader import CLIError, apply_limits, find_app, load_app, split_target, use_resource_tools
 from .app import App
 from .errors import DefinitionError, MCPError
 from .testing import Client
 from .transports import http
+from .transports.stdio import run_stdio
 
 __all__ = ["find_app", "load_app", "main"]
 
@@ -34,6 +36,7 @@ LIMIT_FLAGS: list[tuple[str, type[int] | type[float], str]] = [
     ("--max-header-bytes", int, "HTTP: bytes of a request's header section"),
     ("--header-timeout", float, "HTTP: seconds to send a complete header section"),
 ]
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 HTTP_ONLY = ("--host", "--port", "--reload", "--redis", "--redis-prefix", "--workers", "--max-sessions",
              "--session-idle-timeout", "--max-replay-bytes", "--max-stream-lifetime", "--max-header-bytes",
              "--header-timeout")
@@ -43,9 +46,13 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="resourcekit", description="Serve and inspect MCP resources written with resourcekit."
     )
+    parser.add_argument("--version", action="version", version=f"resourcekit {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="serve an app over stdio (default) or HTTP")
-    run.add_argument("target", metavar="FILE[:ATTR]")
+    run.add_argument("target", metavar="FILE[:ATTR]", help="a file (app.py, app.py:app) or a module (pkg.module:app)")
+    run.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS,
+                     help="log to stderr from this level (INFO: one line per request; default $RESOURCEKIT_LOG_LEVEL "
+                          "or WARNING)")
     run.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     run.add_argument("--host", help="HTTP: the address to bind (default 127.0.0.1)")
     run.add_argument("--port", type=int, help="HTTP: the port (default 8000)")
@@ -85,6 +92,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
+    if getattr(args, "log_level", None):
+        os.environ["RESOURCEKIT_LOG_LEVEL"] = args.log_level  # for this process and any it starts
     try:
         if args.command == "run":
             _run(args)
@@ -98,6 +107,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             asyncio.run(_read(load_app(args.target), args.uri, args.json))
     except CLIError as exc:
         _fail(str(exc))
+    except BrokenPipeError:  # `resourcekit list ... | head`: the reader left, nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        raise SystemExit(1) from None
 
 
 def _fail(message: str) -> NoReturn:
@@ -118,7 +130,7 @@ def _run(args: argparse.Namespace) -> None:
         for flag in HTTP_ONLY:
             if _given(args, flag):
                 raise CLIError(f"{flag} only applies to --transport http")
-        _with_limits(load_app(args.target), limits).run("stdio")
+        run_stdio(_with_limits(load_app(args.target), limits), target=args.target)
         return
     host = "127.0.0.1" if args.host is None else args.host
     port = 8000 if args.port is None else args.port

@@ -18,6 +18,7 @@ from .errors import (
     QueryDefaultError,
     TemplateSyntaxError,
     UnknownParameterError,
+    decorator_without_uri,
 )
 from .handler import DEFAULT_OPTIONS, Completer, Handler, Options, choices_completer, normalize_annotations
 from .limits import DEFAULT_LIMITS, Limits
@@ -134,6 +135,8 @@ class Registry:
 
     def resource(self, uri: str, **options: Unpack[ResourceOptions]) -> Callable[[F], F]:
         """Declare a resource at a fixed URI; the decorated function returns its contents."""
+        if not isinstance(uri, str):
+            raise decorator_without_uri("resource", uri)
 
         def decorator(fn: F) -> F:
             self._add_resource(fn, uri, options)
@@ -143,6 +146,8 @@ class Registry:
 
     def template(self, uri_template: str, **options: Unpack[TemplateOptions]) -> Callable[[F], F]:
         """Declare an RFC 6570 URI template; its variables become the function's arguments."""
+        if not isinstance(uri_template, str):
+            raise decorator_without_uri("template", uri_template)
 
         def decorator(fn: F) -> F:
             self.add_template(fn, uri_template, **options)
