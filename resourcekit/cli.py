@@ -1,4 +1,4 @@
-"""``resourcekit run|list|read FILE[:ATTR]``, ``resourcekit skills DIRECTORY``, ``resourcekit notify``."""
+"""``resourcekit run|list|read|install FILE[:ATTR]``, ``resourcekit skills DIRECTORY``, ``resourcekit notify``."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from . import __version__
 from ._loader import CLIError, apply_limits, find_app, load_app, split_target, use_resource_tools
 from .app import App
 from .errors import DefinitionError, MCPError
+from .install import HOSTS, install
 from .testing import Client
 from .transports import http
 from .transports.stdio import run_stdio
@@ -83,6 +84,16 @@ def _parser() -> argparse.ArgumentParser:
     skills.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     skills.add_argument("--host", help="HTTP: the address to bind (default 127.0.0.1)")
     skills.add_argument("--port", type=int, help="HTTP: the port (default 8000)")
+    install = commands.add_parser("install", help="add this server to Claude Desktop, Claude Code, Cursor or VS Code")
+    install.add_argument("host", choices=sorted(HOSTS))
+    install.add_argument("target", metavar="FILE[:ATTR]")
+    install.add_argument("--name", help="the server's name in the host (default: the App's name)")
+    install.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                         help="an environment variable for the server (repeatable)")
+    install.add_argument("--config", metavar="PATH",
+                         help="the configuration file to edit (default: the host's own, for this user)")
+    install.add_argument("--print", dest="show_only", action="store_true", help="show the change, write nothing")
+    install.add_argument("--resource-tools", action="store_true", help="serve the resources as tools too")
     notify = commands.add_parser("notify", help="tell every worker sharing a Redis that resources may have changed")
     notify.add_argument("uris", nargs="+", metavar="URI")
     notify.add_argument("--redis", metavar="URL", help="the workers' Redis (default $RESOURCEKIT_REDIS_URL)")
@@ -101,6 +112,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             _notify(args)
         elif args.command == "skills":
             _skills(args)
+        elif args.command == "install":
+            print(install(args.host, args.target, name=args.name, env=args.env, config=args.config,
+                          show_only=args.show_only, run_args=["--resource-tools"] if args.resource_tools else []))
         elif args.command == "list":
             asyncio.run(_list(load_app(args.target), args.json))
         else:
