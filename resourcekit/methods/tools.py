@@ -4,10 +4,11 @@ Many hosts only ever call tools.  For them the server also offers ``list_resourc
 (optional ``cursor``: resources and templates as JSON, paged like ``resources/list``)
 and ``read_resource`` (``uri``: text as text content, images as image content, other
 binary as an embedded resource).  Both go through the router, the limits and the
-errors of ``resources/read``; what goes wrong reading is the tool's error result
-(``isError``, the message ``resources/read`` would give), so the model sees it and
-can correct itself.  An unknown tool is a JSON-RPC error (-32602).  With
-``resource_tools`` off both methods answer method-not-found, as if absent.
+errors of ``resources/read``; an error the client caused (an unknown URI, a URI too
+long, an ``MCPError`` a handler raised) is the tool's error result (``isError``, the
+message ``resources/read`` would give), so the model sees it and can correct itself.
+A bug in a handler is logged and answered -32603, and an unknown tool -32602, as
+JSON-RPC errors.  With ``resource_tools`` off both methods answer method-not-found.
 """
 
 from __future__ import annotations
