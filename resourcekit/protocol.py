@@ -142,6 +142,7 @@ class Connection:
         self._max_inflight = self.limits.max_inflight
         # a session whose subscriptions live in a store shared by several processes (scale-out)
         self.shared: SharedSubscriptions | None = None
+        self.new_request = server.request_type  # plain, or logged at INFO (accesslog)
 
     # --- input -------------------------------------------------------------
 
@@ -205,7 +206,7 @@ class Connection:
                                     "Server busy: too many requests in flight on this connection", code=-32603)
             outcome = entry(request)
         except MCPError as exc:
-            if self.server.request_type is not Request:
+            if self.new_request is not Request:
                 accesslog.refused(method, params, exc, request)
             reply(error_response(rid, exc, STATELESS if version in MODERN_VERSIONS else HANDSHAKE))
             return
@@ -235,8 +236,7 @@ class Connection:
                 f"_meta['{META_PROTOCOL_VERSION}']",
                 {"missing": [META_PROTOCOL_VERSION]},
             )
-        return self.server.request_type(self, rid, method, params, self.protocol_version, HANDSHAKE, self.log_level,
-                                        reply)
+        return self.new_request(self, rid, method, params, self.protocol_version, HANDSHAKE, self.log_level, reply)
 
     def _modern_request(
         self,
@@ -260,7 +260,7 @@ class Connection:
         level = meta.get(META_LOG_LEVEL)
         if level is not None and (type(level) is not str or level not in LEVEL_RANK):
             raise InvalidParams(f"Invalid params: unknown log level {level!r}")
-        return self.server.request_type(self, rid, method, params, version, STATELESS, level, reply)
+        return self.new_request(self, rid, method, params, version, STATELESS, level, reply)
 
     def _receive_batch(self, batch: list[Any], reply: Send) -> None:
         if self.protocol_version != BATCH_VERSION:
