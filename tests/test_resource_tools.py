@@ -5,13 +5,14 @@ from __future__ import annotations
 import base64
 import json
 
+import httpx
 import mcp_types as types
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError as ClientError
 
-from tests.helpers import APPS
+from tests.helpers import APPS, modern_meta
 from tests.http_server import http_server_process
 from tests.mcp_client import stdio_session
 
@@ -113,6 +114,18 @@ async def test_tools_over_http_in_both_eras():
         async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
             await session.discover()
             await check_tools(session)
+        # 2026-07-28 over HTTP: a tools/call's Mcp-Name header must name the tool of the body
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "read_resource", "arguments": {"uri": "note://1"}, "_meta": modern_meta()}}
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+                   "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call"}
+        async with httpx.AsyncClient() as http:
+            good = await http.post(url, json=body, headers={**headers, "mcp-name": "read_resource"})
+            assert good.status_code == 200 and good.json()["result"]["content"][0]["text"] == "note 1"
+            for name in ("list_resources", None):
+                extra = {"mcp-name": name} if name else {}
+                bad = await http.post(url, json=body, headers={**headers, **extra})
+                assert bad.status_code == 400 and bad.json()["error"]["code"] == -32020
 
 
 async def test_the_run_flag_turns_them_on_and_they_are_off_by_default():

@@ -124,7 +124,7 @@ def check_modern_headers(message: Any, headers: RequestHeaders) -> None:
     if header_method != method:
         raise HeaderMismatch("Header mismatch: Mcp-Method differs from the body's method",
                              {"header": "Mcp-Method", "expected": method, "actual": header_method})
-    source = _NAMED.get(method) if "id" in message else None
+    source = _NAMED.get(method) if type(method) is str and "id" in message else None
     if source is not None:
         name = headers.opt(b"mcp-name")
         if name is None:
