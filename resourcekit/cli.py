@@ -1,4 +1,4 @@
-"""``resourcekit run|list|read FILE[:ATTR]``, ``resourcekit skills DIRECTORY``, ``resourcekit notify``."""
+"""``resourcekit run|list|read|install FILE[:ATTR]``, ``resourcekit skills DIRECTORY``, ``resourcekit notify``."""
 
 from __future__ import annotations
 
@@ -12,11 +12,14 @@ from typing import Any, NoReturn
 
 import orjson
 
-from ._loader import CLIError, apply_limits, find_app, load_app, split_target
+from . import __version__
+from ._loader import CLIError, apply_limits, find_app, load_app, split_target, use_resource_tools
 from .app import App
 from .errors import DefinitionError, MCPError
+from .install import HOSTS, install
 from .testing import Client
 from .transports import http
+from .transports.stdio import run_stdio
 
 __all__ = ["find_app", "load_app", "main"]
 
@@ -34,6 +37,7 @@ LIMIT_FLAGS: list[tuple[str, type[int] | type[float], str]] = [
     ("--max-header-bytes", int, "HTTP: bytes of a request's header section"),
     ("--header-timeout", float, "HTTP: seconds to send a complete header section"),
 ]
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 HTTP_ONLY = ("--host", "--port", "--reload", "--redis", "--redis-prefix", "--workers", "--max-sessions",
              "--session-idle-timeout", "--max-replay-bytes", "--max-stream-lifetime", "--max-header-bytes",
              "--header-timeout")
@@ -43,9 +47,13 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="resourcekit", description="Serve and inspect MCP resources written with resourcekit."
     )
+    parser.add_argument("--version", action="version", version=f"resourcekit {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="serve an app over stdio (default) or HTTP")
-    run.add_argument("target", metavar="FILE[:ATTR]")
+    run.add_argument("target", metavar="FILE[:ATTR]", help="a file (app.py, app.py:app) or a module (pkg.module:app)")
+    run.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS,
+                     help="log to stderr from this level (INFO: one line per request; default $RESOURCEKIT_LOG_LEVEL "
+                          "or WARNING)")
     run.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     run.add_argument("--host", help="HTTP: the address to bind (default 127.0.0.1)")
     run.add_argument("--port", type=int, help="HTTP: the port (default 8000)")
@@ -56,6 +64,8 @@ def _parser() -> argparse.ArgumentParser:
                           "(default $RESOURCEKIT_REDIS_URL; needs the redis extra)")
     run.add_argument("--redis-prefix", metavar="PREFIX", help="HTTP: prefix of the Redis keys (default resourcekit:)")
     run.add_argument("--workers", type=int, metavar="N", help="HTTP: worker processes (N > 1 needs --redis)")
+    run.add_argument("--resource-tools", action="store_true",
+                     help="also serve the resources as two read-only tools, for hosts that only call tools")
     limits = run.add_argument_group("limits", "override the app's Limits (see README, \"Limits\")")
     for flag, kind, about in LIMIT_FLAGS:
         limits.add_argument(flag, type=kind, metavar="N", help=about)
@@ -74,6 +84,16 @@ def _parser() -> argparse.ArgumentParser:
     skills.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     skills.add_argument("--host", help="HTTP: the address to bind (default 127.0.0.1)")
     skills.add_argument("--port", type=int, help="HTTP: the port (default 8000)")
+    install = commands.add_parser("install", help="add this server to Claude Desktop, Claude Code, Cursor or VS Code")
+    install.add_argument("host", choices=sorted(HOSTS))
+    install.add_argument("target", metavar="FILE[:ATTR]")
+    install.add_argument("--name", help="the server's name in the host (default: the App's name)")
+    install.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                         help="an environment variable for the server (repeatable)")
+    install.add_argument("--config", metavar="PATH",
+                         help="the configuration file to edit (default: the host's own, for this user)")
+    install.add_argument("--print", dest="show_only", action="store_true", help="show the change, write nothing")
+    install.add_argument("--resource-tools", action="store_true", help="serve the resources as tools too")
     notify = commands.add_parser("notify", help="tell every worker sharing a Redis that resources may have changed")
     notify.add_argument("uris", nargs="+", metavar="URI")
     notify.add_argument("--redis", metavar="URL", help="the workers' Redis (default $RESOURCEKIT_REDIS_URL)")
@@ -83,6 +103,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
+    if getattr(args, "log_level", None):
+        os.environ["RESOURCEKIT_LOG_LEVEL"] = args.log_level  # for this process and any it starts
     try:
         if args.command == "run":
             _run(args)
@@ -90,12 +112,18 @@ def main(argv: Sequence[str] | None = None) -> None:
             _notify(args)
         elif args.command == "skills":
             _skills(args)
+        elif args.command == "install":
+            print(install(args.host, args.target, name=args.name, env=args.env, config=args.config,
+                          show_only=args.show_only, run_args=["--resource-tools"] if args.resource_tools else []))
         elif args.command == "list":
             asyncio.run(_list(load_app(args.target), args.json))
         else:
             asyncio.run(_read(load_app(args.target), args.uri, args.json))
     except CLIError as exc:
         _fail(str(exc))
+    except BrokenPipeError:  # `resourcekit list ... | head`: the reader left, nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        raise SystemExit(1) from None
 
 
 def _fail(message: str) -> NoReturn:
@@ -109,12 +137,14 @@ def _given(args: argparse.Namespace, flag: str) -> bool:
 
 
 def _run(args: argparse.Namespace) -> None:
+    if args.resource_tools:
+        use_resource_tools()  # for this process and any it starts (reloader, workers)
     limits = {flag[2:].replace("-", "_"): getattr(args, flag[2:].replace("-", "_")) for flag, _, _ in LIMIT_FLAGS}
     if args.transport == "stdio":
         for flag in HTTP_ONLY:
             if _given(args, flag):
                 raise CLIError(f"{flag} only applies to --transport http")
-        _with_limits(load_app(args.target), limits).run("stdio")
+        run_stdio(_with_limits(load_app(args.target), limits), target=args.target)
         return
     host = "127.0.0.1" if args.host is None else args.host
     port = 8000 if args.port is None else args.port

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from .signature import Signature
     from .templates import UriTemplate
 
-__all__ = ["Handler", "normalize_annotations"]
+__all__ = ["Handler", "choices_completer", "normalize_annotations"]
 
 _AUDIENCES = frozenset({"user", "assistant"})
 
@@ -34,6 +34,17 @@ class Completer:
             positional = []
         # fn(value) or fn(value, resolved): the variables already resolved (context.arguments)
         self.with_context = len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in positional)
+
+
+def choices_completer(choices: Iterable[str]) -> Callable[[str], list[str]]:
+    """A completer offering the choices (an Enum's, a Literal's) that start with what was typed."""
+    options = tuple(choices)
+
+    def complete(value: str) -> list[str]:
+        lowered = value.lower()
+        return [c for c in options if c.lower().startswith(lowered)]
+
+    return complete
 
 
 class Options:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from . import accesslog
 from ._runner import ThreadRunner
 from .context import LEVEL_RANK
 from .eras import HANDSHAKE, STATELESS, Era, error_response
@@ -69,6 +70,8 @@ class Server:
         self._loop_thread: int | None = None
         self.connections: set[Connection] = set()
         self.subscriptions = Subscriptions(self)
+        # one log line per request at INFO: decided once here, not per request
+        self.request_type: type[Request] = accesslog.LoggedRequest if accesslog.enabled() else Request
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -139,6 +142,7 @@ class Connection:
         self._max_inflight = self.limits.max_inflight
         # a session whose subscriptions live in a store shared by several processes (scale-out)
         self.shared: SharedSubscriptions | None = None
+        self.new_request = server.request_type  # plain, or logged at INFO (accesslog)
 
     # --- input -------------------------------------------------------------
 
@@ -189,6 +193,7 @@ class Connection:
             return
         meta = params.get("_meta")
         version = meta.get(META_PROTOCOL_VERSION) if type(meta) is dict else None
+        request = None
         try:
             if version is not None:
                 request = self._modern_request(rid, method, params, meta, version, reply)  # type: ignore[arg-type]
@@ -204,6 +209,8 @@ class Connection:
                                     "Server busy: too many requests in flight on this connection", code=-32603)
             outcome = entry(request)
         except MCPError as exc:
+            if self.new_request is not Request:
+                accesslog.refused(method, params, exc, request)
             reply(error_response(rid, exc, STATELESS if version in MODERN_VERSIONS else HANDSHAKE))
             return
         except Exception as exc:  # a bug of ours or the user's: log it, never leak it
@@ -232,7 +239,7 @@ class Connection:
                 f"_meta['{META_PROTOCOL_VERSION}']",
                 {"missing": [META_PROTOCOL_VERSION]},
             )
-        return Request(self, rid, method, params, self.protocol_version, HANDSHAKE, self.log_level, reply)
+        return self.new_request(self, rid, method, params, self.protocol_version, HANDSHAKE, self.log_level, reply)
 
     def _modern_request(
         self,
@@ -256,7 +263,7 @@ class Connection:
         level = meta.get(META_LOG_LEVEL)
         if level is not None and (type(level) is not str or level not in LEVEL_RANK):
             raise InvalidParams(f"Invalid params: unknown log level {level!r}")
-        return Request(self, rid, method, params, version, STATELESS, level, reply)
+        return self.new_request(self, rid, method, params, version, STATELESS, level, reply)
 
     def _receive_batch(self, batch: list[Any], reply: Send) -> None:
         if self.protocol_version != BATCH_VERSION:

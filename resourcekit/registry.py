@@ -6,7 +6,7 @@ import inspect
 import os
 import threading
 import types
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from typing_extensions import TypedDict, Unpack
@@ -18,8 +18,9 @@ from .errors import (
     QueryDefaultError,
     TemplateSyntaxError,
     UnknownParameterError,
+    decorator_without_uri,
 )
-from .handler import DEFAULT_OPTIONS, Completer, Handler, Options, normalize_annotations
+from .handler import DEFAULT_OPTIONS, Completer, Handler, Options, choices_completer, normalize_annotations
 from .limits import DEFAULT_LIMITS, Limits
 from .pagination import SeqIndex
 from .router import Router
@@ -71,7 +72,8 @@ class Registry:
     ``limits`` bounds everything a client can make the server hold or do
     (``page_size``, ``max_message_size`` and ``max_workers`` are shorthands for
     three of them); ``ttl_ms`` and ``cache_scope`` are the caching hints of
-    2026-07-28 results unless a resource says otherwise.
+    2026-07-28 results unless a resource says otherwise.  ``resource_tools`` also serves
+    the resources as two read-only tools (``list_resources``, ``read_resource``).
     """
 
     def __init__(
@@ -89,6 +91,7 @@ class Registry:
         ttl_ms: int = 0,
         cache_scope: str = "private",
         max_workers: int | None = None,
+        resource_tools: bool = False,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be at least 1")
@@ -113,6 +116,8 @@ class Registry:
         self._lock = threading.Lock()
         self._tracker: Tracker | None = None
         self.skills: SkillCatalog | None = None  # what add_skills mounted (SEP-2640)
+        # also serve list_resources and read_resource as tools, for hosts that only call tools
+        self.resource_tools = resource_tools
 
     @property
     def page_size(self) -> int:
@@ -130,6 +135,8 @@ class Registry:
 
     def resource(self, uri: str, **options: Unpack[ResourceOptions]) -> Callable[[F], F]:
         """Declare a resource at a fixed URI; the decorated function returns its contents."""
+        if not isinstance(uri, str):
+            raise decorator_without_uri("resource", uri)
 
         def decorator(fn: F) -> F:
             self._add_resource(fn, uri, options)
@@ -139,6 +146,8 @@ class Registry:
 
     def template(self, uri_template: str, **options: Unpack[TemplateOptions]) -> Callable[[F], F]:
         """Declare an RFC 6570 URI template; its variables become the function's arguments."""
+        if not isinstance(uri_template, str):
+            raise decorator_without_uri("template", uri_template)
 
         def decorator(fn: F) -> F:
             self.add_template(fn, uri_template, **options)
@@ -338,7 +347,7 @@ class Registry:
             return completers
         for name, param in sig.params.items():
             if param.convertor.choices:
-                completers[name] = Completer(_choices_completer(param.convertor.choices))
+                completers[name] = Completer(choices_completer(param.convertor.choices))
         for name, fn in (explicit or {}).items():
             if not callable(fn):
                 raise DefinitionError(f"completer for {name!r} of {uri!r} must be callable")
@@ -389,12 +398,3 @@ class Registry:
         """Tell clients the resource list changed (for lists that change outside the program)."""
         self.tracker.notify_list_changed()
 
-
-def _choices_completer(choices: Iterable[str]) -> Callable[[str], list[str]]:
-    options = tuple(choices)
-
-    def complete(value: str) -> list[str]:
-        lowered = value.lower()
-        return [c for c in options if c.lower().startswith(lowered)]
-
-    return complete

@@ -41,7 +41,7 @@ from .wire import (
 if TYPE_CHECKING:
     from ..protocol import Request
 
-__all__ = ["METHODS", "children_page", "filter_for"]
+__all__ = ["METHODS", "children_page", "filter_for", "resources_page"]
 
 log = logging.getLogger("resourcekit")
 
@@ -70,13 +70,19 @@ def _in_worker(req: Request, page: Callable[[Request], dict[str, Any]]) -> Any:
     return in_worker(req, lambda: cache_hints(req, page(req)))
 
 
-def _resources_page(req: Request, keep: Filter | None = None) -> dict[str, Any]:
+def resources_page(req: Request, cursor: Any) -> dict[str, Any]:
+    """One page of the plain list from ``cursor`` (the ``list_resources`` tool's walk)."""
+    return _resources_page(req, None, cursor)
+
+
+def _resources_page(req: Request, keep: Filter | None = None, cursor: Any = None) -> dict[str, Any]:
     app = req.conn.app
     limit = app.page_size
     tracker = app.tracker
     versions = tracker.versions
     kind, numbers = ("r", [0])
-    cursor = req.params.get("cursor")
+    if cursor is None:
+        cursor = req.params.get("cursor")
     if cursor is not None:
         kind, numbers = decode_cursor(cursor, ("r", "l"))
     out: list[dict[str, Any]] = []

@@ -33,6 +33,7 @@ from .children import listable
 from .wire import capabilities, fresh_resource, last_segment, seed_fields
 
 if TYPE_CHECKING:
+    from .._runner import Callback
     from ..handler import Handler
     from ..protocol import Request
 
@@ -49,8 +50,11 @@ _OWN_FIELDS = tuple(f for f in FIELDS[SEP_2093]["content"] if f not in ("capabil
 # --- the core of every read -------------------------------------------------------------------
 
 
-def serve(req: Request, uri: str, build: Build) -> Any:
-    """Call the handler of ``uri`` and answer ``build(req, handler, uri, value)``."""
+def serve(req: Request, uri: str, build: Build, done: Callback | None = None) -> Any:
+    """Call the handler of ``uri`` and answer ``build(req, handler, uri, value)``.
+
+    A sync handler's outcome goes to ``done(ok, result_or_exception)`` (default: the request's answer).
+    """
     match = req.conn.app.router.match(uri)
     if match is None:
         raise ResourceNotFound(uri)
@@ -71,7 +75,7 @@ def serve(req: Request, uri: str, build: Build) -> Any:
             req.conn.app.router.forget(uri)  # no cache slot for what is not there
             raise
 
-    req.conn.server.runner.submit(job, req.complete)
+    req.conn.server.runner.submit(job, done or req.complete)
     return PENDING
 
 

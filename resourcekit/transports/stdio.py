@@ -264,8 +264,12 @@ def _take_stdout() -> int:
     return protocol_fd
 
 
-def run_stdio(app: Registry) -> None:
+def run_stdio(app: Registry, target: str | None = None) -> None:
     configure_logging()
+    if sys.stdin.isatty():  # started by hand: say why nothing happens, and what to try
+        shown = target or (sys.argv[0] if sys.argv[0].endswith(".py") else "FILE")
+        print(f"resourcekit: serving {app.name!r} over stdio: waiting for an MCP client on stdin "
+              f"(Ctrl-C to stop). To try it by hand: resourcekit dev {shown}", file=sys.stderr)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve_stdio(app))
 

@@ -29,6 +29,7 @@ VERSION_HEADER = b"mcp-protocol-version"
 ALLOW = [(b"allow", b"GET, POST, DELETE, OPTIONS")]
 JSON = b"application/json"
 # JSON-RPC errors about the HTTP request itself rather than the resource asked for
+_NAMED = {"resources/read": "uri", "tools/call": "name"}  # methods whose Mcp-Name mirrors a param
 _BAD_REQUEST_CODES = frozenset({-32700, -32600, -32020, -32021, -32022})
 
 
@@ -123,15 +124,16 @@ def check_modern_headers(message: Any, headers: RequestHeaders) -> None:
     if header_method != method:
         raise HeaderMismatch("Header mismatch: Mcp-Method differs from the body's method",
                              {"header": "Mcp-Method", "expected": method, "actual": header_method})
-    if method == "resources/read" and "id" in message:
+    source = _NAMED.get(method) if type(method) is str and "id" in message else None
+    if source is not None:
         name = headers.opt(b"mcp-name")
         if name is None:
             raise HeaderMismatch("Header mismatch: Mcp-Name header is required", {"header": "Mcp-Name"})
-        uri = params.get("uri") if type(params) is dict else None
+        value = params.get(source) if type(params) is dict else None
         decoded = decode_header(name)
-        if decoded != uri:
-            raise HeaderMismatch("Header mismatch: Mcp-Name differs from params.uri",
-                                 {"header": "Mcp-Name", "expected": uri, "actual": name})
+        if decoded != value:
+            raise HeaderMismatch(f"Header mismatch: Mcp-Name differs from params.{source}",
+                                 {"header": "Mcp-Name", "expected": value, "actual": name})
 
 
 def is_digits(text: str) -> bool:
