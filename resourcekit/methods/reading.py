@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..contents import combined_version, to_contents
+from ..contents import TEXT_MIME, combined_version, text_version, to_contents
 from ..context import Context
 from ..errors import InvalidParams, NotModified, ResourceNotFound
 from ..limits import put_bounded
@@ -138,8 +138,14 @@ def read(req: Request) -> Any:
 
 
 def read_result(req: Request, handler: Handler, uri: str, value: Any) -> dict[str, Any]:
-    contents = to_contents(uri, value, handler.mime_type)
-    version = combined_version(contents)
+    if type(value) is str:  # the most common read, without Content records (to_wire's shape)
+        mime = handler.mime_type or TEXT_MIME
+        version = text_version(value, mime)
+        wire = [{"uri": uri, "mimeType": mime, "text": value, "_meta": {META_VERSION: version}}]
+    else:
+        contents = to_contents(uri, value, handler.mime_type)
+        version = combined_version(contents)
+        wire = [c.to_wire(META_VERSION) for c in contents]
     conn = req.conn
     conn.app.tracker.observe(uri, version)
     if not conn.stateless:  # where a subscription would start; put_bounded, inlined (hot path)
@@ -147,7 +153,7 @@ def read_result(req: Request, handler: Handler, uri: str, value: Any) -> dict[st
         if len(seen) >= conn.seen_max and uri not in seen:
             seen.clear()
         seen[uri] = version
-    result = {"contents": [c.to_wire(META_VERSION) for c in contents]}
+    result = {"contents": wire}
     return cache_hints(req, result, handler) if req.modern else result
 
 
