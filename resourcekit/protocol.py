@@ -139,6 +139,8 @@ class Connection:
         self._max_inflight = self.limits.max_inflight
         # a session whose subscriptions live in a store shared by several processes (scale-out)
         self.shared: SharedSubscriptions | None = None
+        # who sends what comes next (the transport sets it per HTTP request); None: nobody checks scopes
+        self.principal: Any = None
 
     # --- input -------------------------------------------------------------
 
