@@ -63,7 +63,9 @@ def test_protected_resource_metadata_is_public_at_both_well_known_paths(auth_ser
 def test_no_token_is_401_with_the_metadata_url_and_no_error(server):
     response = read(server, "notes://list", None)
     assert response.status_code == 401
+    # scope: what the App's resources need unless they say otherwise (where a client starts)
     assert challenge(response) == {
+        "scope": "notes:read",
         "resource_metadata": f"http://127.0.0.1:{server.port}/.well-known/oauth-protected-resource/mcp"}
     # another scheme is no bearer token either
     basic = server.post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"Authorization": "Basic eDp5"})
@@ -123,7 +125,7 @@ def test_every_bad_token_is_the_same_401_and_the_reason_is_only_in_the_log(auth_
             assert response.status_code == 401, why
             params = challenge(response)
             assert params["error"] == "invalid_token", why
-            assert set(params) == {"error", "resource_metadata"}, why
+            assert set(params) == {"error", "scope", "resource_metadata"}, why
             body = response.json()
             assert body["error"]["message"] == "Unauthorized", why
             expected = expected or response.content

@@ -102,8 +102,14 @@ class OAuthResourceServer:
         self.metadata_paths = frozenset({WELL_KNOWN, WELL_KNOWN + suffix})
         self.keys = KeySet(self._jwks_url, jwks_refresh_interval)
         self._known: dict[str, tuple[Principal, float]] = {}  # token -> (principal, until)
-        self._missing = self._header(self.challenge(None, self.scopes))
-        self._invalid = self._header(self.challenge("invalid_token", self.scopes))
+        self.bind(None)
+
+    def bind(self, app: Registry | None) -> None:
+        """Serve ``app``: a 401 names the scopes its resources need unless they say otherwise, with
+        the server-wide ones (the least a client should ask for, MCP's scope selection strategy)."""
+        basic = self.scopes | (app.scopes if app is not None else frozenset())
+        self._missing = self._header(self.challenge(None, basic))
+        self._invalid = self._header(self.challenge("invalid_token", basic))
 
     def __repr__(self) -> str:
         return f"OAuthResourceServer(issuer={self.issuer!r}, audience={self.audience!r})"

@@ -62,13 +62,14 @@ async def authorize(auth: AuthHook, headers: RequestHeaders) -> Any:
     return None if outcome is None or outcome is True else outcome
 
 
-def gate(auth: Any) -> Authorize | None:
+def gate(auth: Any, app: Any) -> Authorize | None:
     """How a request proves who sends it: an ``OAuthResourceServer`` (``resourcekit.auth``) checks
     the bearer token, a plain hook gets the headers; None: nobody asks."""
     if auth is None:
         return None
     authenticate = getattr(auth, "authenticate", None)
     if authenticate is not None:
+        auth.bind(app)
         return lambda headers, scope: authenticate(headers, scope.get("query_string", b""))
     return lambda headers, scope: authorize(auth, headers)
 

@@ -99,7 +99,7 @@ class ASGIApp:
         self.path = path.rstrip("/") or "/"
         self.allowed_origins = frozenset(o.rstrip("/").lower() for o in allowed_origins)
         self.allowed_hosts = None if allowed_hosts is None else frozenset(bare_host(h) for h in allowed_hosts)
-        self.auth, self._authorize = auth, gate(auth)
+        self.auth, self._authorize = auth, gate(auth, app)
         self.limits = limits = app.limits.replace(session_idle_timeout=session_idle_timeout,
                                                   max_sessions=max_sessions)
         table = SessionLimits(limits.session_idle_timeout, limits.max_sessions, limits.max_replay_bytes, replay,
