@@ -12,6 +12,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from mcp.shared.exceptions import MCPError as ClientError
 
 from tests.auth_helpers import resource_server
 from tests.oauth_server import AuthorizationServer
@@ -59,9 +60,10 @@ async def test_a_bearer_token_lists_only_what_it_may_read_and_reads_it(auth_serv
         assert uris == {"notes://public", "notes://list", "debug://ran", "whoami://me", "open://a"}
         me = orjson.loads((await session.read_resource("whoami://me")).contents[0].text)
         assert me["subject"] == "carol" and me["client_id"] == "cli" and me["scopes"] == ["notes:read"]
-        with pytest.raises(Exception) as refused:  # noqa: B017 - the client's error for a 403
+        with pytest.raises(ClientError) as refused:  # the 403's body is the JSON-RPC error
             await session.read_resource("notes://secret")
-        assert "403" in repr(refused.value) or "Forbidden" in repr(refused.value)
+        assert refused.value.error.code == -32030
+        assert refused.value.error.data == {"uri": "notes://secret", "scopes": ["notes:read", "secret"]}
 
 
 async def test_the_client_discovers_gets_a_token_and_steps_up_on_its_own(auth_server, server):
