@@ -46,7 +46,7 @@ class Client:
 class AuthorizationServer:
     """``with AuthorizationServer() as auth_server:`` serves at ``auth_server.issuer``."""
 
-    def __init__(self, path: str = "") -> None:
+    def __init__(self, path: str = "", port: int = 0) -> None:
         self.path = path
         self.keys = [SigningKey("key-1")]
         self.clients: dict[str, Client] = {}
@@ -55,7 +55,7 @@ class AuthorizationServer:
         self.requests: list[str] = []
         self.resource_server = ("rs", "rs-secret")  # what the MCP server introspects with
         self.lock = threading.Lock()
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._http = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
         self._http.daemon_threads = True
         self.issuer = f"http://127.0.0.1:{self._http.server_address[1]}{path}"
         self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
@@ -97,8 +97,8 @@ class AuthorizationServer:
 
     # --- tokens --------------------------------------------------------------------------------
 
-    def register(self, client_id: str, scopes: set[str], opaque: bool = False) -> str:
-        secret = secrets.token_urlsafe(16)
+    def register(self, client_id: str, scopes: set[str], opaque: bool = False, secret: str | None = None) -> str:
+        secret = secret or secrets.token_urlsafe(16)
         self.clients[client_id] = Client(secret, scopes, opaque)
         return secret
 
@@ -215,3 +215,13 @@ def _handler(server: AuthorizationServer) -> type[BaseHTTPRequestHandler]:
 
     return Handler
 
+
+
+if __name__ == "__main__":  # python tests/oauth_server.py PORT: try a protected server by hand
+    import sys
+
+    server = AuthorizationServer(port=int(sys.argv[1]) if len(sys.argv) > 1 else 9000)
+    server.register("demo", {"notes:read", "diary:read"}, secret="demo-secret")
+    print(f"authorization server at {server.issuer}: client 'demo', secret 'demo-secret', "
+          "scopes notes:read diary:read", file=sys.stderr)
+    server._http.serve_forever()

@@ -17,7 +17,7 @@ import pytest
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from tests.auth_helpers import AUTH_APP, challenge, resource_server
-from tests.helpers import command, env
+from tests.helpers import COOKBOOK, command, env
 from tests.oauth_server import AuthorizationServer, SigningKey
 
 READ = "resources/read"
@@ -320,3 +320,30 @@ def test_auth_scope_is_required_of_every_request_and_advertised(auth_server):
         assert read(rs, "notes://public", both).status_code == 200
         secret = read(rs, "notes://secret", both)
         assert secret.status_code == 403 and challenge(secret)["scope"] == "mcp notes:read secret"
+
+
+def test_the_cookbook_example_with_a_token_from_the_token_endpoint():
+    with AuthorizationServer() as auth_server, \
+            resource_server("--auth-issuer", auth_server.issuer, "--auth-audience", "{url}",
+                            target=COOKBOOK / "protected_notes.py") as rs:
+        auth_server.register("demo", {"notes:read", "diary:read"}, secret="demo-secret")
+
+        def grant(scope):
+            response = httpx.post(f"{auth_server.issuer}/token", auth=("demo", "demo-secret"), data={
+                "grant_type": "client_credentials", "resource": rs.url, "scope": scope})
+            assert response.status_code == 200, response.text
+            return response.json()["access_token"]
+
+        reader = grant("notes:read")
+        listed = rs.call("resources/list", {}, reader).json()["result"]
+        assert [r["uri"] for r in listed["resources"]] == [
+            "notes://about", "notes://whoami", "notes://note/groceries", "notes://note/talk"]
+        assert listed["cacheScope"] == "private"
+        assert read(rs, "notes://note/talk", reader).json()["result"]["contents"][0]["text"] == "draft, rehearse"
+        for day in ("monday", "someday"):
+            refused = read(rs, f"diary://{day}", reader)
+            assert refused.status_code == 403 and challenge(refused)["scope"] == "diary:read notes:read"
+        diarist = grant("notes:read diary:read")
+        assert read(rs, "diary://monday", diarist).json()["result"]["contents"][0]["text"] == "It rained."
+        me = orjson.loads(read(rs, "notes://whoami", diarist).json()["result"]["contents"][0]["text"])
+        assert me == {"subject": "demo", "client_id": "demo", "scopes": ["diary:read", "notes:read"]}
