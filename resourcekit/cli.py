@@ -167,9 +167,12 @@ def _auth(args: argparse.Namespace) -> Any:
         from .auth import OAuthResourceServer
     except ImportError as exc:
         raise CLIError(str(exc)) from None
+    # the introspection endpoint's credentials: from the environment, never on a command line
+    client = os.environ.get("RESOURCEKIT_AUTH_CLIENT_ID"), os.environ.get("RESOURCEKIT_AUTH_CLIENT_SECRET")
     try:
         return OAuthResourceServer(issuer=args.auth_issuer, audience=args.auth_audience, jwks_uri=args.auth_jwks,
-                                   introspection_url=args.auth_introspection, scopes=args.auth_scope or ())
+                                   introspection_url=args.auth_introspection, scopes=args.auth_scope or (),
+                                   introspection_client=(client[0], client[1]) if client[0] and client[1] else None)
     except ValueError as exc:
         raise CLIError(str(exc)) from None
 

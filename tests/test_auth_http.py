@@ -274,8 +274,10 @@ def test_a_rotated_key_is_picked_up_and_unknown_kids_cost_one_fetch_per_interval
 
 
 def test_opaque_tokens_are_introspected_once_and_cached_until_expiry():
+    credentials = {"RESOURCEKIT_AUTH_CLIENT_ID": "rs", "RESOURCEKIT_AUTH_CLIENT_SECRET": "rs-secret"}
     with AuthorizationServer() as auth_server, \
-            resource_server(auth_server.issuer, f"{auth_server.issuer}/introspect", script=True) as rs:
+            resource_server("--auth-issuer", auth_server.issuer, "--auth-audience", "{url}", "--auth-introspection",
+                            f"{auth_server.issuer}/introspect", extra_env=credentials) as rs:
         good = auth_server.mint_opaque(rs.url, "notes:read secret")
         for _ in range(3):
             response = read(rs, "notes://secret", good)
