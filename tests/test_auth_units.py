@@ -3,6 +3,8 @@ SEP-2093 children left out, OAuthResourceServer's settings; and stdio, which the
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from resourcekit import App, Context, DefinitionError, InsufficientScope, Principal
@@ -113,3 +115,16 @@ async def test_stdio_is_unaffected_every_resource_reads():
     async with stdio_session(AUTH_APP) as session:
         assert (await session.read_resource("notes://secret")).contents[0].text == "the cake is a lie"
         assert len((await session.list_resources()).resources) == 8
+
+
+async def test_requests_that_arrive_during_the_first_key_fetch_wait_for_it_and_it_happens_once():
+    from tests.oauth_server import AuthorizationServer
+
+    with AuthorizationServer() as auth_server:
+        rs = OAuthResourceServer(issuer=auth_server.issuer, audience="http://127.0.0.1:1/mcp")
+        keys = await asyncio.gather(*(rs.keys.key("key-1", "RS256") for _ in range(16)))
+        assert all(k is not None for k in keys)
+        assert rs.keys.fetches == 1 and auth_server.count("/jwks") == 1
+        assert auth_server.count("/.well-known/oauth-authorization-server") == 1
+        # a made-up kid right after: no fetch (the interval has not passed)
+        assert await rs.keys.key("made-up", "RS256") is None and auth_server.count("/jwks") == 1

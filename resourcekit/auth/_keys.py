@@ -46,7 +46,8 @@ class KeySet:
     async def key(self, kid: str | None, alg: str) -> PyJWK | None:
         """The key that signs with ``alg`` under ``kid`` (None: no such usable key)."""
         found = self._usable(kid, alg)
-        if found is None and time.monotonic() >= self._next_allowed:
+        # a fetch under way (the lock is held) is waited for: it may bring this key
+        if found is None and (self._lock.locked() or time.monotonic() >= self._next_allowed):
             async with self._lock:  # one fetch for every request that waits on it
                 if self._usable(kid, alg) is None and time.monotonic() >= self._next_allowed:
                     await self._refresh()
