@@ -69,7 +69,9 @@ def gate(auth: Any, app: Any) -> Authorize | None:
         return None
     authenticate = getattr(auth, "authenticate", None)
     if authenticate is not None:
-        auth.bind(app)
+        bind = getattr(auth, "bind", None)
+        if bind is not None:  # the 401 names the scopes this app's resources need by default
+            bind(app)
         return lambda headers, scope: authenticate(headers, scope.get("query_string", b""))
     return lambda headers, scope: authorize(auth, headers)
 
