@@ -360,3 +360,19 @@ def test_the_cookbook_example_with_a_token_from_the_token_endpoint():
         assert read(rs, "diary://monday", diarist).json()["result"]["contents"][0]["text"] == "It rained."
         me = orjson.loads(read(rs, "notes://whoami", diarist).json()["result"]["contents"][0]["text"])
         assert me == {"subject": "demo", "client_id": "demo", "scopes": ["diary:read", "notes:read"]}
+
+
+def test_a_forbidden_member_of_a_2025_03_26_batch_is_an_error_inside_the_batch(auth_server, server):
+    reader = token(auth_server, server, "notes:read")
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "b", "version": "0"}}}
+    sid = server.post(init, reader).headers["mcp-session-id"]
+    headers = {"MCP-Protocol-Version": "2025-03-26"}
+    server.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, reader, session=sid, headers=headers)
+    batch = [{"jsonrpc": "2.0", "id": 1, "method": READ, "params": {"uri": "notes://list"}},
+             {"jsonrpc": "2.0", "id": 2, "method": READ, "params": {"uri": "notes://secret"}}]
+    response = server.post(batch, reader, session=sid, headers=headers)
+    assert response.status_code == 200
+    answers = {m["id"]: m for m in response.json()}
+    assert answers[1]["result"]["contents"][0]["text"] == "groceries, taxes"
+    assert answers[2]["error"]["code"] == -32030

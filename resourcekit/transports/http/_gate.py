@@ -10,11 +10,14 @@ from __future__ import annotations
 import functools
 import inspect
 import ipaddress
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 from ._headers import Headers, HTTPError, RequestHeaders, Scope, Send
+
+log = logging.getLogger("resourcekit")
 
 AuthHook = Callable[[dict[str, str]], Any]
 Authorize = Callable[[RequestHeaders, Scope], Awaitable[Any]]
@@ -66,6 +69,9 @@ def gate(auth: Any, app: Any) -> Authorize | None:
     """How a request proves who sends it: an ``OAuthResourceServer`` (``resourcekit.auth``) checks
     the bearer token, a plain hook gets the headers; None: nobody asks."""
     if auth is None:
+        if getattr(app, "declared_scopes", None):
+            log.warning("%r declares scopes but is served over HTTP without auth=: anyone may read everything "
+                        "(see docs/authorization.md)", app)
         return None
     authenticate = getattr(auth, "authenticate", None)
     if authenticate is not None:
