@@ -158,8 +158,19 @@ def apply_limits(app: App, limits: dict[str, Any]) -> App:
 
 
 def _redis_options() -> dict[str, Any]:
+    """What the parent process passed on: the Redis settings, and the OAuth settings (``run --auth-*``)."""
     url = os.environ.get("RESOURCEKIT_REDIS_URL")
-    return {"redis": url, "redis_prefix": os.environ.get("RESOURCEKIT_REDIS_PREFIX", "resourcekit:")} if url else {}
+    options: dict[str, Any] = {}
+    if url:
+        options.update(redis=url, redis_prefix=os.environ.get("RESOURCEKIT_REDIS_PREFIX", "resourcekit:"))
+    auth = os.environ.get("RESOURCEKIT_AUTH")
+    if auth:
+        from .auth import OAuthResourceServer  # the auth extra, only when authorization was asked for
+
+        settings = orjson.loads(auth)
+        client = settings.pop("introspection_client", None)
+        options["auth"] = OAuthResourceServer(**settings, introspection_client=tuple(client) if client else None)
+    return options
 
 
 def reload_factory() -> http.ASGIApp:

@@ -38,9 +38,10 @@ LIMIT_FLAGS: list[tuple[str, type[int] | type[float], str]] = [
     ("--header-timeout", float, "HTTP: seconds to send a complete header section"),
 ]
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+AUTH_FLAGS = ("--auth-issuer", "--auth-audience", "--auth-jwks", "--auth-introspection", "--auth-scope")
 HTTP_ONLY = ("--host", "--port", "--reload", "--redis", "--redis-prefix", "--workers", "--max-sessions",
              "--session-idle-timeout", "--max-replay-bytes", "--max-stream-lifetime", "--max-header-bytes",
-             "--header-timeout")
+             "--header-timeout", *AUTH_FLAGS)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -66,6 +67,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=int, metavar="N", help="HTTP: worker processes (N > 1 needs --redis)")
     run.add_argument("--resource-tools", action="store_true",
                      help="also serve the resources as two read-only tools, for hosts that only call tools")
+    auth = run.add_argument_group("authorization", "HTTP: accept only OAuth 2.1 access tokens (the auth extra; "
+                                  "docs/authorization.md)")
+    auth.add_argument("--auth-issuer", metavar="URL", help="the authorization server that issues the tokens")
+    auth.add_argument("--auth-audience", metavar="URL", help="this server's canonical URL, e.g. https://host/mcp")
+    auth.add_argument("--auth-jwks", metavar="URL", help="the issuer's JWKS (default: from its metadata)")
+    auth.add_argument("--auth-introspection", metavar="URL", help="RFC 7662 endpoint for tokens that are not JWTs")
+    auth.add_argument("--auth-scope", action="append", metavar="SCOPE", help="a scope every request needs (repeat)")
     limits = run.add_argument_group("limits", "override the app's Limits (see README, \"Limits\")")
     for flag, kind, about in LIMIT_FLAGS:
         limits.add_argument(flag, type=kind, metavar="N", help=about)
@@ -151,6 +159,7 @@ def _run(args: argparse.Namespace) -> None:
     redis = args.redis or os.environ.get("RESOURCEKIT_REDIS_URL") or None
     prefix = "resourcekit:" if args.redis_prefix is None else args.redis_prefix
     workers = 1 if args.workers is None else args.workers
+    auth = _auth(args)
     if workers < 1:
         raise CLIError("--workers must be at least 1")
     if workers > 1:
@@ -161,9 +170,12 @@ def _run(args: argparse.Namespace) -> None:
             raise CLIError("--workers cannot be combined with --reload")
         load_app(args.target)  # fail here, once, rather than in every worker
         http.run_http(None, host=host, port=port, target=args.target, workers=workers,
-                 limits={k: v for k, v in limits.items() if v is not None}, redis=redis, redis_prefix=prefix)
+                 limits={k: v for k, v in limits.items() if v is not None}, redis=redis, redis_prefix=prefix,
+                 **({"auth": auth} if auth is not None else {}))
         return
     options: dict[str, Any] = {"redis": redis, "redis_prefix": prefix} if redis else {}
+    if auth is not None:
+        options["auth"] = auth
     if args.reload:
         given = [flag for flag, _, _ in LIMIT_FLAGS if _given(args, flag)]
         if given:  # each reloaded process loads the app afresh: set limits in App(limits=...) instead
@@ -172,6 +184,27 @@ def _run(args: argparse.Namespace) -> None:
         http.run_http(None, host=host, port=port, reload_target=args.target, reload_dir=directory, **options)
     else:
         http.run_http(_with_limits(load_app(args.target), limits), host=host, port=port, **options)
+
+
+def _auth(args: argparse.Namespace) -> Any:
+    """The ``OAuthResourceServer`` the ``--auth-*`` flags describe (None without them)."""
+    if not any(_given(args, flag) for flag in AUTH_FLAGS):
+        return None
+    if not args.auth_issuer or not args.auth_audience:
+        missing = "--auth-issuer" if not args.auth_issuer else "--auth-audience"
+        raise CLIError(f"authorization needs {missing} URL (and --auth-issuer with --auth-audience)")
+    try:
+        from .auth import OAuthResourceServer
+    except ImportError as exc:
+        raise CLIError(str(exc)) from None
+    # the introspection endpoint's credentials: from the environment, never on a command line
+    client = os.environ.get("RESOURCEKIT_AUTH_CLIENT_ID"), os.environ.get("RESOURCEKIT_AUTH_CLIENT_SECRET")
+    try:
+        return OAuthResourceServer(issuer=args.auth_issuer, audience=args.auth_audience, jwks_uri=args.auth_jwks,
+                                   introspection_url=args.auth_introspection, scopes=args.auth_scope or (),
+                                   introspection_client=(client[0], client[1]) if client[0] and client[1] else None)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
 
 
 def _skills(args: argparse.Namespace) -> None:

@@ -14,6 +14,7 @@ __all__ = [
     "DefinitionError",
     "DuplicateResourceError",
     "HeaderMismatch",
+    "InsufficientScope",
     "InternalError",
     "InvalidParams",
     "InvalidRequest",
@@ -217,6 +218,22 @@ class LimitExceeded(MCPError):
     def __init__(self, limit: str, value: int | float, message: str, *, code: int = -32602) -> None:
         super().__init__(message, {"limit": limit, "max": value}, code=code)
         self.limit = limit
+
+
+class InsufficientScope(MCPError):
+    """The request's access token lacks scopes the resource requires (``data.scopes``: all it needs).
+
+    Over HTTP the answer is 403 with ``WWW-Authenticate: Bearer error="insufficient_scope"``,
+    so the client can ask its authorization server for more (step-up); the handler never ran.
+    """
+
+    code = -32030
+
+    def __init__(self, uri: str, scopes: frozenset[str]) -> None:
+        super().__init__(f"Forbidden: {uri} needs scope {' '.join(sorted(scopes))}",
+                         {"uri": uri, "scopes": sorted(scopes)})
+        self.uri = uri
+        self.scopes = scopes
 
 
 class HeaderMismatch(MCPError):

@@ -143,6 +143,8 @@ class Connection:
         # a session whose subscriptions live in a store shared by several processes (scale-out)
         self.shared: SharedSubscriptions | None = None
         self.new_request = server.request_type  # plain, or logged at INFO (accesslog)
+        # who sends what comes next (the transport sets it per HTTP request); None: nobody checks scopes
+        self.principal: Any = None
 
     # --- input -------------------------------------------------------------
 

@@ -6,7 +6,7 @@ import inspect
 import os
 import threading
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from typing_extensions import TypedDict, Unpack
@@ -20,10 +20,11 @@ from .errors import (
     UnknownParameterError,
     decorator_without_uri,
 )
-from .handler import DEFAULT_OPTIONS, Completer, Handler, Options, choices_completer, normalize_annotations
+from .handler import DEFAULT_OPTIONS, Handler, Options, completers_for, normalize_annotations
 from .limits import DEFAULT_LIMITS, Limits
 from .pagination import SeqIndex
 from .router import Router
+from .scopes import NO_SCOPES, normalize_scopes
 from .signature import Signature, inspect_handler
 from .templates import UriTemplate
 from .tracking import Tracker
@@ -52,6 +53,7 @@ class _Options(TypedDict, total=False):
     metadata: Mapping[str, Any] | None
     children: Callable[..., Any] | None
     poll: float | None
+    scopes: Iterable[str] | None
 
 
 class ResourceOptions(_Options, total=False):
@@ -92,6 +94,7 @@ class Registry:
         cache_scope: str = "private",
         max_workers: int | None = None,
         resource_tools: bool = False,
+        scopes: Iterable[str] | None = None,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be at least 1")
@@ -118,6 +121,9 @@ class Registry:
         self.skills: SkillCatalog | None = None  # what add_skills mounted (SEP-2640)
         # also serve list_resources and read_resource as tools, for hosts that only call tools
         self.resource_tools = resource_tools
+        # what reading takes unless a declaration says otherwise; every scope declared (resourcekit.scopes)
+        self.scopes = normalize_scopes(scopes, f"App {name!r}") or NO_SCOPES
+        self.declared_scopes: set[str] = set(self.scopes)
 
     @property
     def page_size(self) -> int:
@@ -248,6 +254,7 @@ class Registry:
         complete: Mapping[str, Callable[..., Any]] | None = None,
         children: Callable[..., Any] | None = None,
         poll: float | None = None,
+        scopes: Iterable[str] | None = None,
     ) -> Handler:
         declared_mime = mime_type
         mime_type = mime_type or sig.mime_type
@@ -268,9 +275,9 @@ class Registry:
         extras = DEFAULT_OPTIONS
         if (size is not None or annotations or icons or meta or ttl_ms is not None or cache_scope is not None
                 or kind is not None or metadata is not None or lister is not None or complete or children is not None
-                or poll is not None or (template is not None and sig.params)):
+                or poll is not None or scopes is not None or (template is not None and sig.params)):
             extras = self._options(uri, template, sig, wire, size, annotations, icons, meta, ttl_ms, cache_scope,
-                                   kind, metadata, lister, complete, children, poll)
+                                   kind, metadata, lister, complete, children, poll, scopes)
         with self._lock:
             self._seq += 1
             handler = Handler(uri, template, fn, sig, mime_type, wire, extras, self._seq)
@@ -303,6 +310,7 @@ class Registry:
         complete: Mapping[str, Callable[..., Any]] | None,
         children: Callable[..., Any] | None,
         poll: float | None,
+        scopes: Iterable[str] | None,
     ) -> Options:
         """Check the less common options (and add what they show to ``wire``)."""
         if cache_scope is not None and cache_scope not in CACHE_SCOPES:
@@ -331,28 +339,12 @@ class Registry:
             raise DefinitionError(f"children of {uri!r} must be callable")
         if poll is not None and poll <= 0:
             raise DefinitionError(f"poll interval of {uri!r} must be positive")
-        completers = self._completers(uri, template, sig, complete)
+        completers = completers_for(uri, template, sig, complete)
+        required = normalize_scopes(scopes, repr(uri))
+        if required:
+            self.declared_scopes |= required
         return Options(size, dict(meta) if meta else None, ttl_ms, cache_scope, kind, metadata, lister,
-                       lister_paged, completers, children, poll)
-
-    def _completers(
-        self,
-        uri: str,
-        template: UriTemplate | None,
-        sig: Signature,
-        explicit: Mapping[str, Callable[..., Any]] | None,
-    ) -> dict[str, Completer]:
-        completers: dict[str, Completer] = {}
-        if template is None:
-            return completers
-        for name, param in sig.params.items():
-            if param.convertor.choices:
-                completers[name] = Completer(choices_completer(param.convertor.choices))
-        for name, fn in (explicit or {}).items():
-            if not callable(fn):
-                raise DefinitionError(f"completer for {name!r} of {uri!r} must be callable")
-            completers[name] = Completer(fn)
-        return completers
+                       lister_paged, completers, children, poll, required)
 
     def add_skills(self, directory: str | os.PathLike[str], *, prefix: str = "", poll: float | None = 2.0) -> None:
         """Serve each folder with a ``SKILL.md`` under ``directory`` as ``skill://<prefix/><path>/<file>``

@@ -32,7 +32,7 @@ class Request:
 
     __slots__ = (
         "cancelled", "conn", "era", "id", "log_level", "meta", "method", "modern", "optin", "params",
-        "reply", "task", "version",
+        "principal", "reply", "task", "version",
     )
 
     def __init__(
@@ -57,6 +57,7 @@ class Request:
         self.reply = reply
         self.task: asyncio.Task[Any] | None = None
         self.cancelled = False
+        self.principal = conn.principal  # who sent it (HTTP with auth), for resourcekit.scopes
         meta = params.get("_meta")
         self.meta: dict[str, Any] = meta if type(meta) is dict else {}
         # the extensions this request's client opted into: the session's, or its own _meta's

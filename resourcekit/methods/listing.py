@@ -24,6 +24,7 @@ from ..handler import Handler, iter_lister_page
 from ..limits import put_bounded
 from ..optin import OptIn
 from ..pagination import decode_cursor, encode_cursor
+from ..scopes import check_read, may_read
 from ..versions import META_VERSION
 from ._base import Method, cache_hints, in_worker, keyset_after, uri_param
 from .children import children_from, listable
@@ -58,12 +59,19 @@ Filter = Callable[[dict[str, Any], Handler], bool]
 def list_resources(req: Request) -> Any:
     if "uri" in req.params:  # SEP-2093: the children of a listable resource
         return _in_worker(req, _children_page)
+    readable = None if req.principal is None else _readable(req)  # only what the token may read
     if "filter" in req.params:  # seed 000
         keep = filter_for(req.params["filter"])  # a bad filter is answered at once
-        return _in_worker(req, lambda r: _resources_page(r, lambda wire, handler: keep(wire, handler.kind)))
+        return _in_worker(req, lambda r: _resources_page(r, lambda wire, handler: keep(wire, handler.kind)
+                                                         and (readable is None or readable(wire, handler))))
     if req.conn.app.listed_templates:  # listers may do I/O (a database, a directory)
-        return _in_worker(req, _resources_page)
-    return cache_hints(req, _resources_page(req))
+        return _in_worker(req, lambda r: _resources_page(r, readable))
+    return cache_hints(req, _resources_page(req, readable))
+
+
+def _readable(req: Request) -> Filter:
+    principal, app = req.principal, req.conn.app
+    return lambda wire, handler: may_read(principal, app, handler)
 
 
 def _in_worker(req: Request, page: Callable[[Request], dict[str, Any]]) -> Any:
@@ -72,7 +80,7 @@ def _in_worker(req: Request, page: Callable[[Request], dict[str, Any]]) -> Any:
 
 def resources_page(req: Request, cursor: Any) -> dict[str, Any]:
     """One page of the plain list from ``cursor`` (the ``list_resources`` tool's walk)."""
-    return _resources_page(req, None, cursor)
+    return _resources_page(req, None if req.principal is None else _readable(req), cursor)
 
 
 def _resources_page(req: Request, keep: Filter | None = None, cursor: Any = None) -> dict[str, Any]:
@@ -244,6 +252,7 @@ def children_page(req: Request, uri: str, keep: Keep | None = None) -> dict[str,
     if match is None:
         raise ResourceNotFound(uri)
     handler = match.handler
+    check_read(req.principal, conn.app, handler, uri)
     if handler.children is None:
         raise _not_listable(uri)
     limit = conn.app.page_size
@@ -259,6 +268,8 @@ def children_page(req: Request, uri: str, keep: Keep | None = None) -> dict[str,
             result["nextCursor"] = encode_cursor("c", position, _cursor_tag(uri))
             break
         wire, kind = _child_wire(req, item, opt, keep is not None)
+        if req.principal is not None and not _child_readable(req, wire["uri"]):
+            continue
         if keep is None or keep(wire, kind):
             out.append(wire)
     return result
@@ -298,6 +309,12 @@ def _child_wire(req: Request, item: Any, opt: OptIn, filtering: bool) -> tuple[d
     return wire, kind
 
 
+def _child_readable(req: Request, uri: str) -> bool:
+    """A child some declaration serves is shown when the principal may read it."""
+    match = req.conn.app.router.match(uri)
+    return match is None or may_read(req.principal, req.conn.app, match.handler)
+
+
 # --- resources/templates/list -----------------------------------------------------------------
 
 
@@ -306,7 +323,10 @@ def list_templates(req: Request) -> dict[str, Any]:
     page, more = app.templates.page(keyset_after(req, "t"), app.page_size)
     out = []
     opt = req.optin
+    principal = req.principal
     for _, handler in page:
+        if principal is not None and not may_read(principal, app, handler):
+            continue
         wire = dict(handler.wire)
         if handler.meta:
             wire["_meta"] = dict(handler.meta)

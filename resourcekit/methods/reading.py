@@ -27,6 +27,7 @@ from ..context import Context
 from ..errors import InvalidParams, NotModified, ResourceNotFound
 from ..limits import put_bounded
 from ..optin import FIELDS, SEP_2093
+from ..scopes import check_read
 from ..versions import META_VERSION
 from ._base import PENDING, Method, cache_hints, in_worker, uri_param
 from .children import listable
@@ -59,6 +60,8 @@ def serve(req: Request, uri: str, build: Build, done: Callback | None = None) ->
     if match is None:
         raise ResourceNotFound(uri)
     handler = match.handler
+    if req.principal is not None:  # HTTP with auth: the token must carry the resource's scopes
+        check_read(req.principal, req.conn.app, handler, uri)
     kwargs = match.kwargs
     if handler.sig.context_param is not None:
         kwargs[handler.sig.context_param] = _context(req, uri, match.raw)
@@ -101,7 +104,7 @@ def _context(req: Request, uri: str, raw: dict[str, Any]) -> Context:
 
     return Context(
         conn.app, uri, params=raw, request_id=req.id, protocol_version=req.version,
-        meta=req.meta, log_level=req.log_level, emit=emit,
+        meta=req.meta, log_level=req.log_level, emit=emit, principal=req.principal,
     )
 
 
@@ -115,6 +118,7 @@ def _serve_listable(req: Request, uri: str, build: BuildListable, *, need_listab
     if match is None:
         raise ResourceNotFound(uri)
     handler = match.handler
+    check_read(req.principal, req.conn.app, handler, uri)  # before children= runs
     if not need_listable or handler.children is None:
         return serve(req, uri, lambda r, h, u, v: build(r, h, u, v, False))
 
@@ -209,6 +213,7 @@ def metadata(req: Request) -> Any:
     if match is None:
         raise ResourceNotFound(uri)
     handler = match.handler
+    check_read(req.principal, req.conn.app, handler, uri)
     seed = req.optin.resources_get
     tracker = req.conn.app.tracker
 

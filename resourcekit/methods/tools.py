@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..errors import InvalidParams, MCPError, MethodNotFound
+from ..errors import InsufficientScope, InvalidParams, MCPError, MethodNotFound
 from ..pagination import decode_cursor, encode_cursor
+from ..scopes import may_read
 from ._base import PENDING, Method, cache_hints, check_uri, in_worker
 from .listing import resources_page
 from .reading import read_result, serve
@@ -111,6 +112,8 @@ def _read(req: Request, arguments: dict[str, Any]) -> Any:
     try:
         check_uri(req, uri)
         outcome = serve(req, uri, _read_build, lambda ok, value: _done(req, ok, value))
+    except InsufficientScope:
+        raise  # not the tool's failure: over HTTP a 403 that tells the client which scopes to ask for
     except MCPError as exc:
         return error_result(exc.message)
     if outcome is PENDING:
@@ -199,7 +202,10 @@ def _templates_page(req: Request, after: int) -> tuple[list[dict[str, Any]], str
     app = req.conn.app
     page, more = app.templates.page(after, app.page_size)
     out = []
+    principal = req.principal
     for _, handler in page:
+        if principal is not None and not may_read(principal, app, handler):
+            continue  # what the token may not read is not shown
         wire = dict(handler.wire)
         if handler.meta:
             wire["_meta"] = dict(handler.meta)

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from ...errors import HeaderMismatch, InvalidParams, InvalidRequest, MCPError
+from ...errors import HeaderMismatch, InsufficientScope, InvalidParams, InvalidRequest, MCPError
 from ...protocol import Connection, error_response
 from ...versions import META_PROTOCOL_VERSION, MODERN_VERSIONS
 
@@ -160,12 +160,27 @@ def status_of(message: Any, conn: Connection) -> int:
         code = error.get("code")
         if code == -32601 and conn.stateless:
             return 404
+        if code == InsufficientScope.code:
+            return 403  # step-up: forbidden_headers tell the client what to ask for
         if code in _BAD_REQUEST_CODES:
             return 400
         data = error.get("data")
         if conn.stateless and code == -32602 and type(data) is dict and "missing" in data:
             return 400  # a required _meta field is missing
     return 200
+
+
+def forbidden_headers(message: dict[str, Any], principal: Any) -> Headers:
+    """RFC 6750's challenge for a 403 ``InsufficientScope``: the scopes the request needs (with
+    those the server asks of every request) and, under OAuth, where its metadata is."""
+    data = message["error"].get("data") or {}
+    scopes = set(data.get("scopes", ()))
+    challenge = getattr(principal, "challenge", None)
+    if callable(challenge):
+        value: str = challenge(scopes)
+    else:
+        value = f'Bearer error="insufficient_scope", scope="{" ".join(sorted(scopes))}"'
+    return [(b"www-authenticate", value.encode("latin-1"))]
 
 
 def error_body(status: int, message: str) -> bytes:

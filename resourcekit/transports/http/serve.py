@@ -49,6 +49,12 @@ def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, relo
     if options.get("redis"):  # for processes that load the app themselves (reloader, workers)
         os.environ["RESOURCEKIT_REDIS_URL"] = options["redis"]
         os.environ["RESOURCEKIT_REDIS_PREFIX"] = options.get("redis_prefix", "resourcekit:")
+    auth = options.get("auth")
+    if auth is not None and (workers > 1 or reload_target is not None):  # each process builds its own
+        if not callable(getattr(auth, "options", None)):
+            raise ValueError("several workers or --reload rebuild auth in each process: only an "
+                             "OAuthResourceServer can be passed on (an auth hook cannot)")
+        os.environ["RESOURCEKIT_AUTH"] = orjson.dumps(auth.options()).decode()
     if workers > 1:
         if target is None or not options.get("redis"):
             raise ValueError("several workers need a target FILE[:ATTR] and a Redis URL (resourcekit run --workers)")
