@@ -11,12 +11,10 @@ added to it (other keys, other environment variables).
 
 from __future__ import annotations
 
-import difflib
 import importlib.util
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -142,6 +140,8 @@ def install(host_name: str, target: str, *, name: str | None = None, env: Sequen
     if existing == entry:
         return f"{server!r} is already in {host.label}'s configuration, unchanged: {path}"
     if show_only:
+        import difflib  # deferred, like tempfile below: `resourcekit run` imports this module
+
         diff = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
                                     str(path), str(path))
         return "".join(diff).rstrip("\n") + "\n(--print: nothing written)"
@@ -158,6 +158,8 @@ def _write(path: Path, text: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         mode = path.stat().st_mode & 0o7777 if path.exists() else None
+        import tempfile
+
         fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
