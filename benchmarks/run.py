@@ -1500,13 +1500,14 @@ def check(servers_arg: str | None, workloads: list[str], runs: int, seconds: flo
     for tr in rows:
         t = tr.target
         if tr.ratio is None:
-            status, figures = "SHORT", "no figure: " + _check_error(res, t.workload, ("resourcekit", t.reference))
+            status, ratio = "SHORT", "—"
+            figures = "no figure: " + _check_error(res, t.workload, ("resourcekit", t.reference))
         else:
-            status = "PASS" if tr.met else "SHORT"
-            figures = f"{_fmt(tr.value)} vs {_fmt(tr.reference)} ({t.reference})  {tr.ratio:.2f}x"
+            status, ratio = ("PASS" if tr.met else "SHORT"), f"{tr.ratio:.2f}x"
+            figures = f"{_fmt(tr.value)} vs {_fmt(tr.reference)} ({t.reference})"
         if status != "PASS":
-            failed.append(t.label)
-        print(f"  {status:5s}  {t.label:{width}s}  {figures}")
+            failed.append(f"{t.workload} {t.key}")
+        print(f"  {status:5s} {ratio:>6s}  {t.label:{width}s}  {figures}")
     if "baseline" in servers:
         print(f"\nresourcekit ÷ baseline ({checkout_desc(rk_checkout('baseline'))}), the same figures; informational: "
               f"the {REGRESSION_LIMIT:.0%} rule is judged on a full run (medians of 3):")
@@ -1515,7 +1516,7 @@ def check(servers_arg: str | None, workloads: list[str], runs: int, seconds: flo
             v = _ratio_value(res, t.workload, t.key, "baseline")
             worse = v is not None and _worse(v, t.at_least)
             shown = "—" if v is None else f"{v:.3f}x" + (f"  more than {REGRESSION_LIMIT:.0%} worse" if worse else "")
-            print(f"         {t.workload:12s} {t.key:13s} {shown}")
+            print(f"  {t.workload:12s} {t.key:13s} {shown}")
     summary = f"{len(rows) - len(failed)} of {len(rows)} targets met"
     print(f"\n{summary}; short: {'; '.join(failed)}" if failed else f"\n{summary}")
     return 1 if failed or not rows else 0
