@@ -1415,7 +1415,7 @@ def versions(servers: list[str] | None = None) -> dict[str, str]:
     from importlib import metadata
 
     out = {"python": platform.python_version()}
-    for dist in ("resourcekit", "mcp", "fastmcp", "orjson", "anyio", "pydantic"):
+    for dist in ("resourcekit", "mcp", "fastmcp", "orjson", "anyio", "pydantic", "uvicorn", "httptools", "uvloop"):
         with contextlib.suppress(metadata.PackageNotFoundError):
             out[dist] = metadata.version(dist)
     if servers and "baseline" in servers:
