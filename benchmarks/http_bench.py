@@ -1,6 +1,6 @@
 """W5 alone (Streamable HTTP, 16 clients): kept for its old command line; run.py does the work.
 
-W5 is a workload of ``run.py`` (``--workloads w5``): the four servers over HTTP on loopback,
+W5 is a workload of ``run.py`` (``--workloads w5``): the servers over HTTP on loopback (asgi included),
 the same client and report as there. This prints its table and writes nothing.
 
     .venv-bench/bin/python benchmarks/http_bench.py [--seconds 3] [--runs 3] [--servers resourcekit,mcp,fastmcp,raw]

@@ -1,42 +1,24 @@
-"""The practical limit over HTTP: a bare asyncio HTTP/1.1 keep-alive server with orjson, no framework.
+"""The limit over HTTP without a framework: a bare asyncio HTTP/1.1 keep-alive server with orjson.
 
 POST /mcp only. Each connection is an asyncio Protocol that cuts requests out of its buffer
-(request line, headers, Content-Length body; pipelined requests are fine), dispatches the
-JSON-RPC message from a dict as ``raw_loop.py`` does (blake2b of the content included) and
-answers application/json with Content-Length. ``initialize`` hands out an Mcp-Session-Id
-that later requests must carry (404 otherwise); notifications get 202. On uvloop when it is
-installed (as uvicorn picks it for the others), ``BENCH_RAW_UVLOOP=0`` for plain asyncio.
+(request line, headers, Content-Length body; pipelined requests are fine), answers the
+JSON-RPC message with the hand-built reply of ``_raw_reply.py`` (an if-chain, no hashing: the
+honest limit, as ``raw_loop.py`` is over stdio) and writes application/json with
+Content-Length, all replies to one read of the socket in one write. ``initialize`` hands out an
+Mcp-Session-Id that later requests must carry (404 otherwise); notifications get 202. On uvloop
+when it is installed (as uvicorn picks it for the others), ``BENCH_RAW_UVLOOP=0`` for plain
+asyncio. ``raw_asgi.py`` serves the same replies as an ASGI app on uvicorn: the best any
+framework on uvicorn can do.
 
 Run: BENCH_PORT=8000 python benchmarks/servers/raw_http.py   (BENCH_WORKLOAD=small)
 """
 
 import asyncio
-import hashlib
 import os
-import secrets
 
-import _content as c
 import orjson
+from _raw_reply import SESSIONS, new_session, reply
 
-STATIC = {c.SMALL_URI: lambda: c.SMALL_TEXT}
-if c.WORKLOAD == "big":
-    _big = c.big_text()
-    STATIC = {c.BIG_URI: lambda: _big}
-SESSIONS = set()
-
-
-def initialize(p):
-    return {"protocolVersion": p.get("protocolVersion", "2025-11-25"), "capabilities": {"resources": {}},
-            "serverInfo": {"name": "raw", "version": "0"}}
-
-
-def read(p):
-    text = STATIC[p["uri"]]()
-    version = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
-    return {"contents": [{"uri": p["uri"], "mimeType": "text/plain", "text": text}], "_meta": {"version": version}}
-
-
-METHODS = {"initialize": initialize, "resources/read": read, "ping": lambda p: {}}
 JSON_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n%s\r\n"
 ACCEPTED = b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n"
 NO_SESSION = b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n"
@@ -74,21 +56,14 @@ class HTTP(asyncio.Protocol):
             msg = orjson.loads(body)
         except orjson.JSONDecodeError:
             return BAD
-        method = msg.get("method")
         extra = b""
-        if method == "initialize":
-            sid = secrets.token_hex(16).encode()
-            SESSIONS.add(sid)
-            extra = b"mcp-session-id: " + sid + b"\r\n"
+        if msg.get("method") == "initialize":
+            extra = b"mcp-session-id: " + new_session() + b"\r\n"
         elif headers.get(b"mcp-session-id") not in SESSIONS:
             return NO_SESSION
         if "id" not in msg:
             return ACCEPTED
-        try:
-            reply = {"jsonrpc": "2.0", "id": msg["id"], "result": METHODS[method](msg.get("params") or {})}
-        except Exception as exc:
-            reply = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32602, "message": repr(exc)}}
-        data = orjson.dumps(reply)
+        data = orjson.dumps(reply(msg))
         return JSON_HEAD % (len(data), extra) + data
 
 
