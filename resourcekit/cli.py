@@ -34,7 +34,7 @@ LIMIT_FLAGS: list[tuple[str, type[int] | type[float], str]] = [
     ("--max-header-bytes", int, "HTTP: bytes of a request's header section"),
     ("--header-timeout", float, "HTTP: seconds to send a complete header section"),
 ]
-HTTP_ONLY = ("--host", "--port", "--reload", "--redis", "--redis-prefix", "--workers", "--max-sessions",
+HTTP_ONLY = ("--host", "--port", "--reload", "--redis", "--redis-prefix", "--workers", "--metrics", "--max-sessions",
              "--session-idle-timeout", "--max-replay-bytes", "--max-stream-lifetime", "--max-header-bytes",
              "--header-timeout")
 
@@ -56,6 +56,8 @@ def _parser() -> argparse.ArgumentParser:
                           "(default $RESOURCEKIT_REDIS_URL; needs the redis extra)")
     run.add_argument("--redis-prefix", metavar="PREFIX", help="HTTP: prefix of the Redis keys (default resourcekit:)")
     run.add_argument("--workers", type=int, metavar="N", help="HTTP: worker processes (N > 1 needs --redis)")
+    run.add_argument("--metrics", action="store_true",
+                     help="HTTP: serve Prometheus text at GET /metrics (one process; needs the otel extra)")
     limits = run.add_argument_group("limits", "override the app's Limits (see README, \"Limits\")")
     for flag, kind, about in LIMIT_FLAGS:
         limits.add_argument(flag, type=kind, metavar="N", help=about)
@@ -123,6 +125,11 @@ def _run(args: argparse.Namespace) -> None:
     workers = 1 if args.workers is None else args.workers
     if workers < 1:
         raise CLIError("--workers must be at least 1")
+    if args.metrics and (workers > 1 or args.reload):
+        # each process keeps its own figures and a scrape reaches one of them: the totals would be wrong
+        raise CLIError(f"--metrics cannot be combined with {'--workers' if workers > 1 else '--reload'}: "
+                       "/metrics serves the figures of the process that answers the scrape, and each "
+                       "process keeps its own; export with an OTLP reader instead (see docs/observability.md)")
     if workers > 1:
         if redis is None:
             raise CLIError(f"--workers {workers} needs --redis URL (or RESOURCEKIT_REDIS_URL): without a shared "
@@ -141,7 +148,8 @@ def _run(args: argparse.Namespace) -> None:
         directory = os.path.dirname(os.path.abspath(split_target(args.target)[0]))
         http.run_http(None, host=host, port=port, reload_target=args.target, reload_dir=directory, **options)
     else:
-        http.run_http(_with_limits(load_app(args.target), limits), host=host, port=port, **options)
+        http.run_http(_with_limits(load_app(args.target), limits), host=host, port=port, metrics=args.metrics,
+                      **options)
 
 
 def _skills(args: argparse.Namespace) -> None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from . import telemetry
 from ._runner import ThreadRunner
 from .context import LEVEL_RANK
 from .eras import HANDSHAKE, STATELESS, Era, error_response
@@ -54,8 +55,9 @@ log = logging.getLogger("resourcekit")
 class Server:
     """What every connection to one App shares: workers, subscribers, server info."""
 
-    def __init__(self, app: Registry) -> None:
+    def __init__(self, app: Registry, transport: str | None = None) -> None:
         self.app = app
+        self.transport = transport  # network.transport in telemetry: "pipe" (stdio), "tcp" (HTTP)
         info: dict[str, Any] = {"name": app.name, "version": app.version}
         if app.title:
             info["title"] = app.title
@@ -69,6 +71,7 @@ class Server:
         self._loop_thread: int | None = None
         self.connections: set[Connection] = set()
         self.subscriptions = Subscriptions(self)
+        telemetry.watch(self)
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -139,6 +142,8 @@ class Connection:
         self._max_inflight = self.limits.max_inflight
         # a session whose subscriptions live in a store shared by several processes (scale-out)
         self.shared: SharedSubscriptions | None = None
+        self.session_id: str | None = None  # a handshake-era HTTP session's
+        self.traced = server.app.telemetry
 
     # --- input -------------------------------------------------------------
 
@@ -179,6 +184,9 @@ class Connection:
         if not _valid_id(rid):
             reply(error_response(None, InvalidRequest("Invalid Request: id must be a string or integer")))
             return
+        traced = None
+        if self.traced and telemetry.active():  # a look into sys.modules until a provider is configured
+            reply = traced = telemetry.Traced(self, rid, method, params, reply)
         if params is None:
             params = {}
         elif type(params) is not dict:
@@ -205,6 +213,7 @@ class Connection:
             return
         except Exception as exc:  # a bug of ours or the user's: log it, never leak it
             log.exception("error handling %s", method)
+            telemetry.record(reply, exc)
             reply(error_response(rid, exc))
             return
         if outcome is PENDING:
@@ -213,7 +222,9 @@ class Connection:
             request.respond(outcome)
         else:
             self.inflight[rid] = request
-            request.task = self.server.loop.create_task(_run(request, outcome))
+            coro = _run(request, outcome)
+            loop = self.server.loop
+            request.task = loop.create_task(coro) if traced is None else traced.spawn(loop, coro)
 
     def _handshake_request(
         self, rid: Any, method: str, params: dict[str, Any], reply: Send
@@ -274,7 +285,7 @@ class Connection:
             else:
                 collect(error_response(None, InvalidRequest("Invalid Request: expected a JSON object")))
         # counted, not predicted: responses and notifications in a batch get no answer
-        collect.expect(sum(1 for r in self.inflight.values() if r.reply is collect))
+        collect.expect(sum(1 for r in self.inflight.values() if telemetry.unwrap(r.reply) is collect))
 
     def _notification(self, method: str, params: dict[str, Any]) -> None:
         handler = NOTIFICATIONS.get(method)
@@ -301,6 +312,8 @@ class Connection:
         for request in list(self.inflight.values()):
             request.cancel()
         self.inflight.clear()
+        if self.protocol_version is not None:
+            telemetry.session_ended(self)
         self.server.connections.discard(self)
         self.server.subscriptions.drop(self)
 
@@ -325,6 +338,9 @@ async def _run(request: Request, outcome: Awaitable[Any]) -> None:
         return
     if result is not PENDING:
         request.respond(result)
+
+
+telemetry.KNOWN_METHODS.update(HANDSHAKE.methods, STATELESS.methods)
 
 
 def _valid_id(rid: Any) -> bool:
