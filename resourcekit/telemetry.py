@@ -193,7 +193,8 @@ class Traced:
     def cancel(self) -> None:
         span = self.span
         if span is not None:
-            span.add_event("cancelled")
+            span.add_event("cancelled")  # status stays unset: the client asked for it
+            span.set_attribute(ERROR_TYPE, "cancelled")
             self._finish(span, {ERROR_TYPE: "cancelled"})
         else:
             stream_ended("listen", self.acked)
