@@ -125,11 +125,14 @@ def _run(args: argparse.Namespace) -> None:
     workers = 1 if args.workers is None else args.workers
     if workers < 1:
         raise CLIError("--workers must be at least 1")
-    if args.metrics and (workers > 1 or args.reload):
+    if args.metrics and workers > 1:
         # each process keeps its own figures and a scrape reaches one of them: the totals would be wrong
-        raise CLIError(f"--metrics cannot be combined with {'--workers' if workers > 1 else '--reload'}: "
-                       "/metrics serves the figures of the process that answers the scrape, and each "
-                       "process keeps its own; export with an OTLP reader instead (see docs/observability.md)")
+        raise CLIError(f"--metrics cannot be combined with --workers {workers}: /metrics would serve the figures "
+                       "of whichever worker answers the scrape, and each process keeps its own; export them with "
+                       "an OTLP metric reader instead (see docs/observability.md)")
+    if args.metrics and args.reload:
+        raise CLIError("--metrics cannot be combined with --reload: the app is served by a child process "
+                       "restarted on every change, and its figures would restart with it")
     if workers > 1:
         if redis is None:
             raise CLIError(f"--workers {workers} needs --redis URL (or RESOURCEKIT_REDIS_URL): without a shared "
