@@ -70,8 +70,12 @@ class Server:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self.connections: set[Connection] = set()
+        self._prober: asyncio.TimerHandle | None = None
         self.subscriptions = Subscriptions(self)
-        telemetry.watch(self)
+        # OpenTelemetry: off for the app, or not installed, costs one attribute check per request
+        self.traced = app.telemetry and telemetry.installed()
+        if self.traced:
+            telemetry.watch(self)
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -98,8 +102,17 @@ class Server:
         self.app.tracker.attach(self.subscriptions)
         if self.app.skills is not None:
             self.app.skills.start(self._loop, self.runner)
+        if self.traced:
+            self._probe()
+
+    def _probe(self) -> None:
+        """Until an OpenTelemetry provider is configured, look for one every second: requests check a flag."""
+        if not telemetry.probe() and self._loop is not None:
+            self._prober = self._loop.call_later(telemetry.PROBE_INTERVAL, self._probe)
 
     def close(self) -> None:
+        if self._prober is not None:
+            self._prober.cancel()
         self.app.tracker.detach(self.subscriptions)
         if self.app.skills is not None:
             self.app.skills.stop()
@@ -143,7 +156,7 @@ class Connection:
         # a session whose subscriptions live in a store shared by several processes (scale-out)
         self.shared: SharedSubscriptions | None = None
         self.session_id: str | None = None  # a handshake-era HTTP session's
-        self.traced = server.app.telemetry
+        self.traced = server.traced
 
     # --- input -------------------------------------------------------------
 
@@ -185,7 +198,7 @@ class Connection:
             reply(error_response(None, InvalidRequest("Invalid Request: id must be a string or integer")))
             return
         traced = None
-        if self.traced and telemetry.active():  # a look into sys.modules until a provider is configured
+        if self.traced and telemetry.ON:  # a flag until a provider is configured (Server._probe)
             reply = traced = telemetry.Traced(self, rid, method, params, reply)
         if params is None:
             params = {}

@@ -21,6 +21,7 @@ helpers are deprecated.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import time
 import weakref
@@ -97,25 +98,46 @@ class _Instruments:
 
 _on: _Instruments | None = None
 _meter_provider: MeterProvider | None = None
+#: a provider is configured: all the request path checks (``probe`` sets it)
+ON = False
+PROBE_INTERVAL = 1.0  # seconds between looks for a provider while a server runs without one
+
+
+def installed() -> bool:
+    """Is ``opentelemetry-api`` importable?  Asked once per server (not imported)."""
+    global _installed
+    if _installed is None:
+        try:
+            _installed = importlib.util.find_spec("opentelemetry") is not None
+        except (ImportError, ValueError):
+            _installed = False
+    return _installed
+
+
+_installed: bool | None = None
 
 
 def active() -> bool:
-    """Is a provider configured?  Per request: a look into ``sys.modules`` until one is."""
-    if _on is not None:
+    """Is a provider configured?  A look into ``sys.modules`` until one is: not for every request."""
+    return ON or probe()
+
+
+def probe() -> bool:
+    """Look for a configured provider; found, make the tracer and instruments and set ``ON``."""
+    if ON:
         return True
     trace = _modules.get("opentelemetry.trace")
-    if trace is not None and trace._TRACER_PROVIDER is not None:
-        return _activate()
     metrics = _modules.get("opentelemetry.metrics._internal")
-    if metrics is not None and metrics._METER_PROVIDER is not None:
-        return _activate()
-    return False
+    if (trace is not None and trace._TRACER_PROVIDER is not None) or (
+            metrics is not None and metrics._METER_PROVIDER is not None):
+        _activate()
+    return ON
 
 
-def _activate() -> bool:
-    global _on
+def _activate() -> None:
+    global _on, ON
     _on = _Instruments(_meter_provider)
-    return True
+    ON = True
 
 
 def use_meter_provider(provider: MeterProvider) -> None:

@@ -98,25 +98,31 @@ from resourcekit.testing import Client
 app = App("late")
 app.resource("note://a")(lambda: "one")
 
-async def read() -> None:
+
+def configure():
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    return exporter
+
+
+async def main() -> None:
     async with Client(app, protocol_version="2026-07-28") as client:
         await client.read("note://a")
+        # no provider yet: nothing of OpenTelemetry was imported, although the API is installed
+        assert not any(name.startswith("opentelemetry") for name in sys.modules), sorted(sys.modules)
+        exporter = configure()  # while the server runs: it notices within a second
+        await asyncio.sleep(1.5)
+        await client.read("note://a")
+    print(",".join(s.name for s in exporter.get_finished_spans()))
 
-asyncio.run(read())
-# no provider yet: nothing of OpenTelemetry was imported, although the API is installed
-assert not any(name.startswith("opentelemetry") for name in sys.modules), sorted(sys.modules)
-
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-exporter = InMemorySpanExporter()
-provider = TracerProvider()
-provider.add_span_processor(SimpleSpanProcessor(exporter))
-trace.set_tracer_provider(provider)
-asyncio.run(read())
-print(",".join(s.name for s in exporter.get_finished_spans()))
+asyncio.run(main())
 '''
 
 
