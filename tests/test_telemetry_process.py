@@ -171,3 +171,30 @@ def test_metrics_refused_where_it_would_mislead(extra: list[str], message: str) 
     assert message in done.stderr
     if "--workers" in extra:
         assert "each process keeps its own" in done.stderr
+
+
+async def test_cookbook_example_prints_spans_to_stderr_and_keeps_stdout_for_the_protocol(tmp_path: Path) -> None:
+    import anyio
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    updated = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if getattr(getattr(message, "root", message), "method", None) == "notifications/resources/updated":
+            updated.set()
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "resourcekit", "run", "cookbook/observability.py"],
+                                   env={"PYTHONPATH": env()["PYTHONPATH"]}, cwd=str(ROOT))
+    with open(tmp_path / "stderr.txt", "w+") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), \
+                ClientSession(read, write, message_handler=on_message) as session:
+            await session.initialize()
+            await session.subscribe_resource("counter://value")
+            await session.read_resource("counter://bump")
+            with anyio.fail_after(20):
+                await updated.wait()
+    printed = (tmp_path / "stderr.txt").read_text()
+    assert '"name": "resources/read"' in printed
+    assert '"mcp.resource.uri": "counter://bump"' in printed
+    assert '"name": "notifications/resources/updated"' in printed
+    assert '"name": "bump the counter"' in printed
