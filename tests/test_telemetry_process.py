@@ -183,7 +183,8 @@ async def test_cookbook_example_prints_spans_to_stderr_and_keeps_stdout_for_the_
         if getattr(getattr(message, "root", message), "method", None) == "notifications/resources/updated":
             updated.set()
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "resourcekit", "run", "cookbook/observability.py"],
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "resourcekit", "run", "cookbook/observability.py"],
                                    env={"PYTHONPATH": env()["PYTHONPATH"]}, cwd=str(ROOT))
     with open(tmp_path / "stderr.txt", "w+") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), \
