@@ -9,8 +9,7 @@ a look into ``sys.modules`` and nothing of OpenTelemetry is imported or called.
   (``Traced`` wraps the request's ``reply``); a listen stream's span ends at its
   acknowledgement. ``traceparent`` / ``tracestate`` / ``baggage`` in ``params._meta``
   make it a child of the caller's span; baggage is never copied anywhere.
-- Notifications sent are PRODUCER spans linked to what caused them: the span current
-  when ``notify_changed`` was called (else a span for the call), a poll, a registration.
+- Notifications sent are PRODUCER spans linked to what caused them (``resourcekit.causes``).
 - Metrics: ``mcp.server.operation.duration``, ``mcp.server.session.duration``, and
   resourcekit's own (active subscriptions, notifications sent, change-to-notification
   delay, stream lifetimes).
@@ -33,9 +32,9 @@ from .errors import MCPError
 if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
-    from opentelemetry.trace import Link, Span
+    from opentelemetry.trace import Span
 
-__all__ = ["Traced", "active", "caused", "causes", "sent", "session_ended", "stream_ended", "use_meter_provider"]
+__all__ = ["ON", "Traced", "active", "probe", "session_ended", "stream_ended", "use_meter_provider"]
 
 # --- the names (MCP semantic conventions, and resourcekit's own) ---------------------------------
 METHOD = "mcp.method.name"
@@ -56,11 +55,9 @@ STREAM_DURATION = "resourcekit.stream.duration"
 STREAM_KIND = "resourcekit.stream.kind"
 OTHER = "_OTHER"  # the name of a method nobody serves: names stay low-cardinality
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
-LIST = "<list>"  # the key under which causes of list_changed wait
 # seconds: the conventions' advice, with finer steps below 10 ms (a read takes microseconds)
 BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60,
            120, 300]
-MAX_CAUSES = 4096  # URIs whose causes wait for a notification; past it they are forgotten
 
 _modules = sys.modules
 #: method names the protocol core serves (it fills this in)
@@ -96,7 +93,7 @@ class _Instruments:
             SUBSCRIPTIONS, [_count_subscriptions], "{subscription}", "URIs subscribed to, per subscriber")
 
 
-_on: _Instruments | None = None
+on: _Instruments | None = None
 _meter_provider: MeterProvider | None = None
 #: a provider is configured: all the request path checks (``probe`` sets it)
 ON = False
@@ -135,8 +132,8 @@ def probe() -> bool:
 
 
 def _activate() -> None:
-    global _on, ON
-    _on = _Instruments(_meter_provider)
+    global on, ON
+    on = _Instruments(_meter_provider)
     ON = True
 
 
@@ -156,9 +153,9 @@ class Traced:
     __slots__ = ("acked", "attrs", "conn", "context", "exception", "inner", "method", "on", "rid", "span", "start")
 
     def __init__(self, conn: Any, rid: Any, method: str, params: Any, reply: Callable[[Any], None]) -> None:
-        on = _on
-        assert on is not None
-        self.on = on
+        instruments = on
+        assert instruments is not None
+        self.on = instruments
         self.inner = reply
         self.conn = conn
         self.rid = rid
@@ -187,10 +184,10 @@ class Traced:
         parent = None
         if type(meta) is dict and ("traceparent" in meta or "baggage" in meta):
             # a malformed traceparent yields no parent: the span starts its own trace
-            parent = on.extract({k: v for k, v in meta.items() if type(v) is str})
-        self.span: Span | None = on.tracer.start_span(
-            self.method, parent, on.trace.SpanKind.SERVER, attrs)
-        self.context: Context = on.trace.set_span_in_context(self.span, parent)
+            parent = instruments.extract({k: v for k, v in meta.items() if type(v) is str})
+        self.span: Span | None = instruments.tracer.start_span(
+            self.method, parent, instruments.trace.SpanKind.SERVER, attrs)
+        self.context: Context = instruments.trace.set_span_in_context(self.span, parent)
 
     def __call__(self, message: Any) -> None:
         if type(message) is dict:
@@ -283,26 +280,26 @@ _servers: weakref.WeakSet[Any] = weakref.WeakSet()
 
 def session_ended(conn: Any) -> None:
     started = _sessions.pop(conn, None)
-    if started is not None and _on is not None:
+    if started is not None and on is not None:
         attrs = {PROTOCOL_VERSION: conn.protocol_version}
         if conn.server.transport is not None:
             attrs[TRANSPORT] = conn.server.transport
-        _on.session.record(time.perf_counter() - started, attrs)
+        on.session.record(time.perf_counter() - started, attrs)
 
 
 def stream_opened(session_id: str) -> float | None:
     """A GET stream was acknowledged (its 200 sent): a span for it; returns when, for its lifetime."""
     if not active():
         return None
-    assert _on is not None
-    _on.tracer.start_span("GET /mcp", None, _on.trace.SpanKind.SERVER, {
+    assert on is not None
+    on.tracer.start_span("GET /mcp", None, on.trace.SpanKind.SERVER, {
         SESSION_ID: session_id, TRANSPORT: "tcp", PROTOCOL_NAME: "http", "http.request.method": "GET"}).end()
     return time.perf_counter()
 
 
 def stream_ended(kind: str, opened: float | None) -> None:
-    if opened is not None and _on is not None:
-        _on.stream.record(time.perf_counter() - opened, {STREAM_KIND: kind})
+    if opened is not None and on is not None:
+        on.stream.record(time.perf_counter() - opened, {STREAM_KIND: kind})
 
 
 def watch(server: Any) -> None:
@@ -315,58 +312,3 @@ def _count_subscriptions(options: CallbackOptions) -> Iterable[Observation]:
 
     total = sum(server.subscriptions.total() for server in list(_servers))
     return [Observation(total)]
-
-
-# --- notifications and their causes --------------------------------------------------------------------
-
-#: URI (or LIST) -> when the first pending cause came, and the causes: a span context, or a lazy
-#: span's (name, start in ns) made only if a notification follows
-_causes: dict[str, tuple[float, list[Any]]] = {}
-
-
-def caused(uris: Iterable[str], kind: str = "notify_changed") -> None:
-    """``uris`` may have changed, because of what runs now (a request, the user's span) or ``kind``."""
-    if not active():
-        return
-    assert _on is not None
-    current = _on.trace.get_current_span().get_span_context()
-    cause: Any = current if current.is_valid else (f"resourcekit {kind}", time.time_ns())
-    now = time.perf_counter()
-    for uri in uris:
-        entry = _causes.get(uri)
-        if entry is None:
-            if len(_causes) >= MAX_CAUSES:
-                _causes.clear()
-            _causes[uri] = (now, [cause])
-        elif len(entry[1]) < 8 and cause not in entry[1]:
-            entry[1].append(cause)
-
-
-def causes(uri: str) -> tuple[float, list[Link]] | None:
-    """What made ``uri`` change (when, and links to it), forgotten once asked."""
-    entry = _causes.pop(uri, None)
-    if entry is None or _on is None:
-        return None
-    links = []
-    for cause in entry[1]:
-        if type(cause) is tuple:  # no span was current: a span now for the call, dated when it came
-            span = _on.tracer.start_span(cause[0], _on.root, _on.trace.SpanKind.INTERNAL,
-                                         {RESOURCE_URI: uri} if uri != LIST else None, start_time=cause[1])
-            span.end(cause[1])
-            cause = span.get_span_context()
-        links.append(_on.trace.Link(cause))
-    return entry[0], links
-
-
-def sent(method: str, uri: str | None, count: int, why: tuple[float, list[Link]] | None) -> None:
-    """``count`` notifications ``method`` (about ``uri``) were written: one span, linked to their cause."""
-    if count == 0 or _on is None:
-        return
-    attrs: dict[str, Any] = {METHOD: method, "resourcekit.notification.recipients": count}
-    if uri is not None:
-        attrs[RESOURCE_URI] = uri
-    span = _on.tracer.start_span(method, _on.root, _on.trace.SpanKind.PRODUCER, attrs, why[1] if why else None)
-    span.end()
-    _on.sent.add(count, {METHOD: method})
-    if why is not None:
-        _on.delay.record(time.perf_counter() - why[0], {METHOD: method})

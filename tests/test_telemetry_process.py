@@ -173,7 +173,9 @@ def test_metrics_refused_where_it_would_mislead(extra: list[str], message: str) 
         assert "each process keeps its own" in done.stderr
 
 
-async def test_cookbook_example_prints_spans_to_stderr_and_keeps_stdout_for_the_protocol(tmp_path: Path) -> None:
+async def test_cookbook_example_prints_spans_to_stderr_and_keeps_stdout_for_the_protocol(sdk: Otel,
+                                                                                        tmp_path: Path) -> None:
+    # the client here samples its spans: the example's ParentBased sampler follows its decision
     import anyio
     from mcp.client.stdio import StdioServerParameters, stdio_client
 

@@ -21,7 +21,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .. import telemetry
+from .. import causes, telemetry
 from ..errors import InvalidParams, LimitExceeded, ResourceNotFound
 from ..optin import RESOURCES_GET, wants
 from ..versions import META_SUBSCRIPTION_ID
@@ -226,9 +226,9 @@ class Subscriptions:
         if targets:
             self._content_changed(uri, targets)
         if told and telemetry.active():  # spans linked to what caused the change
-            why = telemetry.causes(uri)
-            telemetry.sent(UPDATED, uri, len(told), why)
-            telemetry.sent(CONTENT_CHANGED, uri, len(targets), why)
+            why = causes.current(uri)
+            causes.sent(UPDATED, uri, len(told), why)
+            causes.sent(CONTENT_CHANGED, uri, len(targets), why)
 
     def _content_changed(self, uri: str, targets: list[Subscriber]) -> None:
         """Seed 000: what the resource looks like now, right after ``updated``."""
@@ -253,7 +253,7 @@ class Subscriptions:
                 sub.emit(dict(message))
                 told += 1
         if told and telemetry.active():
-            telemetry.sent(LIST_CHANGED, None, told, telemetry.causes(telemetry.LIST))
+            causes.sent(LIST_CHANGED, None, told, causes.causes(causes.LIST))
 
 
 # --- the methods --------------------------------------------------------------------------------
