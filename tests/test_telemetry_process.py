@@ -19,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.helpers import APPS, ROOT, command, env
+from tests.redis_server import redis_process
 from tests.http_server import http_server_process
 from tests.mcp_client import stdio_session
 from tests.telemetry_support import Otel, otel
@@ -201,3 +202,36 @@ async def test_cookbook_example_prints_spans_to_stderr_and_keeps_stdout_for_the_
     assert '"mcp.resource.uri": "counter://bump"' in printed
     assert '"name": "notifications/resources/updated"' in printed
     assert '"name": "bump the counter"' in printed
+
+
+def test_with_redis_a_notification_links_to_its_cause_in_another_worker(tmp_path: Path) -> None:
+    """The change is made by a request on worker A; worker B, holding the listen stream, notifies."""
+    state = tmp_path / "state.txt"
+    spans = {name: tmp_path / f"{name}.jsonl" for name in "AB"}
+    with redis_process() as redis, \
+            http_server_process(APP, "--redis", redis.url, extra_env={"SPANS_FILE": str(spans["A"]),
+                                                                      "STATE_FILE": str(state)}) as a, \
+            http_server_process(APP, "--redis", redis.url, extra_env={"SPANS_FILE": str(spans["B"]),
+                                                                      "STATE_FILE": str(state)}) as b:
+        meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}
+        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+                   "MCP-Protocol-Version": "2026-07-28"}
+        listen = {"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {
+            "notifications": {"resourceSubscriptions": ["state://value"]}, "_meta": meta}}
+        with httpx.stream("POST", b, json=listen, headers={**headers, "Mcp-Method": "subscriptions/listen"},
+                          timeout=20) as stream:
+            lines = stream.iter_lines()
+            assert any("acknowledged" in line for line in lines)
+            time.sleep(0.3)
+            bump = {"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {
+                "uri": "state://bump", "_meta": {**meta, "traceparent": f"00-{'ab' * 16}-{'cd' * 8}-01"}}}
+            answer = httpx.post(a, json=bump, headers={**headers, "Mcp-Method": "resources/read",
+                                                       "Mcp-Name": "state://bump"}, timeout=10)
+            assert answer.json()["result"]["contents"][0]["text"] == "bumped"
+            assert any("notifications/resources/updated" in line for line in lines)
+        (request,) = server_spans(spans["A"], "resources/read")
+        (updated,) = server_spans(spans["B"], "notifications/resources/updated")
+    assert request["trace_id"] == "ab" * 16
+    assert updated["links"] == [request["span_id"]]
+    assert updated["attributes"]["mcp.resource.uri"] == "state://value"

@@ -18,6 +18,23 @@ def boom() -> str:
     raise RuntimeError("secret detail")
 
 
+STATE = os.environ.get("STATE_FILE", "")
+
+
+@app.resource("state://value")
+def state_value() -> str:
+    return open(STATE).read() if STATE and os.path.exists(STATE) else ""
+
+
+@app.resource("state://bump")
+async def bump() -> str:
+    """Changes state://value, inside this request's span: its notifications link to the span."""
+    with open(STATE, "a") as out:
+        out.write("+")
+    app.notify_changed("state://value")
+    return "bumped"
+
+
 if os.environ.get("SPANS_FILE"):
     from opentelemetry import trace
     from opentelemetry.sdk.trace import TracerProvider
@@ -35,6 +52,7 @@ if os.environ.get("SPANS_FILE"):
                         "trace_id": f"{span.context.trace_id:032x}", "span_id": f"{span.context.span_id:016x}",
                         "parent_id": f"{span.parent.span_id:016x}" if span.parent else None,
                         "status": span.status.status_code.name, "events": [e.name for e in span.events],
+                        "links": [f"{link.context.span_id:016x}" for link in span.links],
                     }) + "\n")
             return SpanExportResult.SUCCESS
 
