@@ -19,9 +19,9 @@ from mcp.client.streamable_http import streamable_http_client
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.helpers import APPS, ROOT, command, env
-from tests.redis_server import redis_process
 from tests.http_server import http_server_process
 from tests.mcp_client import stdio_session
+from tests.redis_server import redis_process
 from tests.telemetry_support import Otel, otel
 
 pytestmark = pytest.mark.anyio
