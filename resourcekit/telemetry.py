@@ -181,13 +181,12 @@ class Traced:
         uri = _one_uri(params) if type(params) is dict else None
         if uri is not None:
             attrs[RESOURCE_URI] = uri
-        parent = None
+        self.context: Context | None = None
         if type(meta) is dict and ("traceparent" in meta or "baggage" in meta):
             # a malformed traceparent yields no parent: the span starts its own trace
-            parent = instruments.extract({k: v for k, v in meta.items() if type(v) is str})
+            self.context = instruments.extract({k: v for k, v in meta.items() if type(v) is str})
         self.span: Span | None = instruments.tracer.start_span(
-            self.method, parent, instruments.trace.SpanKind.SERVER, attrs)
-        self.context: Context = instruments.trace.set_span_in_context(self.span, parent)
+            self.method, self.context, instruments.trace.SpanKind.SERVER, attrs)
 
     def __call__(self, message: Any) -> None:
         if type(message) is dict:
@@ -203,7 +202,10 @@ class Traced:
 
     def spawn(self, loop: Any, coro: Any) -> Any:
         """A task for the handler, in the span's context (its own spans become children)."""
-        token = self.on.context.attach(self.context)
+        span = self.span
+        if span is None:  # answered already
+            return loop.create_task(coro)
+        token = self.on.context.attach(self.on.trace.set_span_in_context(span, self.context))
         try:
             return loop.create_task(coro)
         finally:
