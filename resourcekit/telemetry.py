@@ -1,8 +1,9 @@
 """OpenTelemetry traces and metrics, per the MCP semantic conventions.
 
 On whenever ``opentelemetry-api`` is importable, and idle until the process configures
-an SDK provider (before or after resourcekit is imported): until then ``active()`` is
-a look into ``sys.modules`` and nothing of OpenTelemetry is imported or called.
+an SDK provider (before or after resourcekit is imported): until then a request checks
+the flag ``ON``, and nothing of OpenTelemetry is imported or called; a running server
+``probe``s for a provider (a look into ``sys.modules``) at start and once a second.
 ``App(..., telemetry=False)`` turns it off for one app.
 
 - One SERVER span per request, named by the method, ended when its answer is sent
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable
@@ -131,17 +133,22 @@ def probe() -> bool:
     return ON
 
 
-def _activate() -> None:
+def _activate(again: bool = False) -> None:
     global on, ON
-    on = _Instruments(_meter_provider)
-    ON = True
+    with _lock:  # a probe may come from any thread (notify_changed)
+        if not ON or again:
+            on = _Instruments(_meter_provider)
+            ON = True
+
+
+_lock = threading.Lock()
 
 
 def use_meter_provider(provider: MeterProvider) -> None:
     """Record resourcekit's metrics with ``provider`` (``--metrics``) rather than the global one."""
     global _meter_provider
     _meter_provider = provider
-    _activate()
+    _activate(again=True)
 
 
 # --- requests --------------------------------------------------------------------------------------

@@ -90,7 +90,7 @@ class Subscriptions:
 
     def total(self) -> int:
         """Subscriptions held here: (subscriber, URI) pairs."""
-        return sum(len(subscribers) for subscribers in self._by_uri.values())
+        return sum(map(len, list(self._by_uri.values())))  # also from a metric reader's thread
 
     def of(self, conn: Connection) -> dict[str, str]:
         """The URIs ``conn`` subscribed to, with the version it last heard of."""
