@@ -22,6 +22,7 @@ helpers are deprecated.
 from __future__ import annotations
 
 import importlib.util
+import logging
 import sys
 import threading
 import time
@@ -62,6 +63,7 @@ BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1,
            120, 300]
 
 _modules = sys.modules
+log = logging.getLogger("resourcekit")
 #: method names the protocol core serves (it fills this in)
 KNOWN_METHODS: set[str] = set()
 
@@ -189,11 +191,15 @@ class Traced:
         if uri is not None:
             attrs[RESOURCE_URI] = uri
         self.context: Context | None = None
-        if type(meta) is dict and ("traceparent" in meta or "baggage" in meta):
-            # a malformed traceparent yields no parent: the span starts its own trace
-            self.context = instruments.extract({k: v for k, v in meta.items() if type(v) is str})
-        self.span: Span | None = instruments.tracer.start_span(
-            self.method, self.context, instruments.trace.SpanKind.SERVER, attrs)
+        self.span: Span | None = None
+        try:
+            if type(meta) is dict and ("traceparent" in meta or "baggage" in meta):
+                # a malformed traceparent yields no parent: the span starts its own trace
+                self.context = instruments.extract({k: v for k, v in meta.items() if type(v) is str})
+            self.span = instruments.tracer.start_span(self.method, self.context, instruments.trace.SpanKind.SERVER,
+                                                      attrs)
+        except Exception:  # a sampler or propagator of the user's failed: serve the request untraced
+            log.exception("starting the span of %s failed", method)
 
     def __call__(self, message: Any) -> None:
         if type(message) is dict:

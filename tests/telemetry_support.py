@@ -38,9 +38,12 @@ class Switch(Sampler):
     """Record while ``on``; drop otherwise."""
 
     on = False
+    explode = False  # a broken sampler of the user's
 
     def should_sample(self, parent_context: Any, trace_id: int, name: str, kind: Any = None,
                       attributes: Any = None, links: Any = None, trace_state: Any = None) -> SamplingResult:
+        if self.explode:
+            raise RuntimeError("the sampler broke")
         state = trace.get_current_span(parent_context).get_span_context().trace_state  # as the SDK's samplers do
         return SamplingResult(Decision.RECORD_AND_SAMPLE if self.on else Decision.DROP, attributes, state)
 

@@ -277,3 +277,17 @@ async def test_handler_spans_are_children_of_the_request_span(sdk: Otel) -> None
     inner = only(sdk.spans("query the database"))
     outer = only(sdk.spans("resources/read"))
     assert inner.parent is not None and inner.parent.span_id == outer.context.span_id
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_failing_sampler_leaves_the_request_served(sdk: Otel, transport: str,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    app, _ = make_app()
+    async with open_wire(transport, app, "modern") as wire:
+        sdk.sampler.explode = True
+        try:
+            answer = await wire.call("resources/read", {"uri": "note://a"})
+        finally:
+            sdk.sampler.explode = False
+    assert answer["result"]["contents"][0]["text"] == "one"
+    assert "starting the span of resources/read failed" in caplog.text
