@@ -241,6 +241,9 @@ async def test_listen_span_ends_at_acknowledgement_and_list_changed_links_the_re
         app.notify_changed("note://a")  # no span current: the call gets a span of its own
         await wire.notification("notifications/resources/updated")
         await _until(lambda: bool(sdk.spans("notifications/resources/updated")))
+    # the stream ended when the server closed: its lifetime is recorded
+    streams = sdk.points("resourcekit.stream.duration")
+    assert any(p.attributes.get("resourcekit.stream.kind") == "listen" for p in streams)
     changed = only(sdk.spans("notifications/resources/list_changed"))
     assert cause.get_span_context().span_id in {link.context.span_id for link in changed.links}
     updated = only(sdk.spans("notifications/resources/updated"))
@@ -291,3 +294,19 @@ async def test_a_failing_sampler_leaves_the_request_served(sdk: Otel, transport:
             sdk.sampler.explode = False
     assert answer["result"]["contents"][0]["text"] == "one"
     assert "starting the span of resources/read failed" in caplog.text
+
+
+async def test_each_member_of_a_batch_is_a_span_and_the_batch_still_answers_once(sdk: Otel) -> None:
+    app, _ = make_app()
+    async with open_wire("pipe", app, "batch") as wire:  # neither era's default: initialized below
+        await wire.call("initialize", {"protocolVersion": "2025-03-26", "capabilities": {},
+                                       "clientInfo": {"name": "t", "version": "1"}})
+        wire.write([{"jsonrpc": "2.0", "id": "b1", "method": "resources/read", "params": {"uri": "note://a"}},  # type: ignore[attr-defined]
+                    {"jsonrpc": "2.0", "id": "b2", "method": "resources/read", "params": {"uri": "note://boom"}},
+                    {"jsonrpc": "2.0", "method": "notifications/initialized"}])
+        batch: Any = await asyncio.wait_for(wire.notifications.get(), 10)  # a list: not one answer
+    answers = {answer["id"]: answer for answer in batch}
+    assert set(answers) == {"b1", "b2"} and answers["b2"]["error"]["code"] == -32603
+    spans = {attrs(s)["jsonrpc.request.id"]: s for s in sdk.spans("resources/read")}
+    assert spans["b1"].status.status_code.name == "UNSET" and spans["b2"].status.status_code.name == "ERROR"
+    assert attrs(spans["b1"])["mcp.protocol.version"] == "2025-03-26"
