@@ -39,7 +39,7 @@ LIMIT_FLAGS: list[tuple[str, type[int] | type[float], str]] = [
 ]
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 AUTH_FLAGS = ("--auth-issuer", "--auth-audience", "--auth-jwks", "--auth-introspection", "--auth-scope")
-HTTP_ONLY = ("--host", "--port", "--reload", "--redis", "--redis-prefix", "--workers", "--max-sessions",
+HTTP_ONLY = ("--host", "--port", "--reload", "--redis", "--redis-prefix", "--workers", "--metrics", "--max-sessions",
              "--session-idle-timeout", "--max-replay-bytes", "--max-stream-lifetime", "--max-header-bytes",
              "--header-timeout", *AUTH_FLAGS)
 
@@ -74,6 +74,8 @@ def _parser() -> argparse.ArgumentParser:
     auth.add_argument("--auth-jwks", metavar="URL", help="the issuer's JWKS (default: from its metadata)")
     auth.add_argument("--auth-introspection", metavar="URL", help="RFC 7662 endpoint for tokens that are not JWTs")
     auth.add_argument("--auth-scope", action="append", metavar="SCOPE", help="a scope every request needs (repeat)")
+    run.add_argument("--metrics", action="store_true",
+                     help="HTTP: serve Prometheus text at GET /metrics (one process; needs the otel extra)")
     limits = run.add_argument_group("limits", "override the app's Limits (see README, \"Limits\")")
     for flag, kind, about in LIMIT_FLAGS:
         limits.add_argument(flag, type=kind, metavar="N", help=about)
@@ -162,6 +164,14 @@ def _run(args: argparse.Namespace) -> None:
     auth = _auth(args)
     if workers < 1:
         raise CLIError("--workers must be at least 1")
+    if args.metrics and workers > 1:
+        # each process keeps its own figures and a scrape reaches one of them: the totals would be wrong
+        raise CLIError(f"--metrics cannot be combined with --workers {workers}: /metrics would serve the figures "
+                       "of whichever worker answers the scrape, and each process keeps its own; export them with "
+                       "an OTLP metric reader instead (see docs/observability.md)")
+    if args.metrics and args.reload:
+        raise CLIError("--metrics cannot be combined with --reload: the app is served by a child process "
+                       "restarted on every change, and its figures would restart with it")
     if workers > 1:
         if redis is None:
             raise CLIError(f"--workers {workers} needs --redis URL (or RESOURCEKIT_REDIS_URL): without a shared "
@@ -183,7 +193,8 @@ def _run(args: argparse.Namespace) -> None:
         directory = os.path.dirname(os.path.abspath(split_target(args.target)[0]))
         http.run_http(None, host=host, port=port, reload_target=args.target, reload_dir=directory, **options)
     else:
-        http.run_http(_with_limits(load_app(args.target), limits), host=host, port=port, **options)
+        http.run_http(_with_limits(load_app(args.target), limits), host=host, port=port, metrics=args.metrics,
+                      **options)
 
 
 def _auth(args: argparse.Namespace) -> Any:

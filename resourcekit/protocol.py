@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from . import accesslog
+from . import accesslog, telemetry
 from ._runner import ThreadRunner
 from .context import LEVEL_RANK
 from .eras import HANDSHAKE, STATELESS, Era, error_response
@@ -55,8 +55,9 @@ log = logging.getLogger("resourcekit")
 class Server:
     """What every connection to one App shares: workers, subscribers, server info."""
 
-    def __init__(self, app: Registry) -> None:
+    def __init__(self, app: Registry, transport: str | None = None) -> None:
         self.app = app
+        self.transport = transport  # network.transport in telemetry: "pipe" (stdio), "tcp" (HTTP)
         info: dict[str, Any] = {"name": app.name, "version": app.version}
         if app.title:
             info["title"] = app.title
@@ -69,9 +70,14 @@ class Server:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self.connections: set[Connection] = set()
+        self._prober: asyncio.TimerHandle | None = None
         self.subscriptions = Subscriptions(self)
         # one log line per request at INFO: decided once here, not per request
         self.request_type: type[Request] = accesslog.LoggedRequest if accesslog.enabled() else Request
+        # OpenTelemetry: off for the app, or not installed, costs one attribute check per request
+        self.traced = app.telemetry and telemetry.installed()
+        if self.traced:
+            telemetry.watch(self)
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -98,8 +104,17 @@ class Server:
         self.app.tracker.attach(self.subscriptions)
         if self.app.skills is not None:
             self.app.skills.start(self._loop, self.runner)
+        if self.traced:
+            self._probe()
+
+    def _probe(self) -> None:
+        """Until an OpenTelemetry provider is configured, look for one every second: requests check a flag."""
+        if not telemetry.probe() and self._loop is not None:
+            self._prober = self._loop.call_later(telemetry.PROBE_INTERVAL, self._probe)
 
     def close(self) -> None:
+        if self._prober is not None:
+            self._prober.cancel()
         self.app.tracker.detach(self.subscriptions)
         if self.app.skills is not None:
             self.app.skills.stop()
@@ -145,6 +160,8 @@ class Connection:
         self.new_request = server.request_type  # plain, or logged at INFO (accesslog)
         # who sends what comes next (the transport sets it per HTTP request); None: nobody checks scopes
         self.principal: Any = None
+        self.session_id: str | None = None  # a handshake-era HTTP session's
+        self.traced = server.traced
 
     # --- input -------------------------------------------------------------
 
@@ -188,6 +205,9 @@ class Connection:
         if type(rid) is not int and type(rid) is not str:
             reply(error_response(None, InvalidRequest("Invalid Request: id must be a string or integer")))
             return
+        traced = None
+        if self.traced and telemetry.ON:  # a flag until a provider is configured (Server._probe)
+            reply = traced = telemetry.Traced(self, rid, method, params, reply)
         if params is None:
             params = {}
         elif type(params) is not dict:
@@ -217,6 +237,7 @@ class Connection:
             return
         except Exception as exc:  # a bug of ours or the user's: log it, never leak it
             log.exception("error handling %s", method)
+            telemetry.record(reply, exc)
             reply(error_response(rid, exc))
             return
         if outcome is PENDING:
@@ -225,7 +246,9 @@ class Connection:
             request.respond(outcome)
         else:
             self.inflight[rid] = request
-            request.task = self.server.loop.create_task(_run(request, outcome))
+            coro = _run(request, outcome)
+            loop = self.server.loop
+            request.task = loop.create_task(coro) if traced is None else traced.spawn(loop, coro)
 
     def _handshake_request(
         self, rid: Any, method: str, params: dict[str, Any], reply: Send
@@ -286,7 +309,7 @@ class Connection:
             else:
                 collect(error_response(None, InvalidRequest("Invalid Request: expected a JSON object")))
         # counted, not predicted: responses and notifications in a batch get no answer
-        collect.expect(sum(1 for r in self.inflight.values() if r.reply is collect))
+        collect.expect(sum(1 for r in self.inflight.values() if telemetry.unwrap(r.reply) is collect))
 
     def _notification(self, method: str, params: dict[str, Any]) -> None:
         handler = NOTIFICATIONS.get(method)
@@ -313,6 +336,8 @@ class Connection:
         for request in list(self.inflight.values()):
             request.cancel()
         self.inflight.clear()
+        if self.protocol_version is not None:
+            telemetry.session_ended(self)
         self.server.connections.discard(self)
         self.server.subscriptions.drop(self)
 
@@ -338,3 +363,5 @@ async def _run(request: Request, outcome: Awaitable[Any]) -> None:
     if result is not PENDING:
         request.respond(result)
 
+
+telemetry.KNOWN_METHODS.update(HANDSHAKE.methods, STATELESS.methods)

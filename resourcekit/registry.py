@@ -95,6 +95,7 @@ class Registry:
         max_workers: int | None = None,
         resource_tools: bool = False,
         scopes: Iterable[str] | None = None,
+        telemetry: bool = True,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be at least 1")
@@ -110,6 +111,7 @@ class Registry:
         self.icons = icons
         self.ttl_ms = ttl_ms
         self.cache_scope = cache_scope
+        self.telemetry = telemetry  # OpenTelemetry spans and metrics, once a provider is configured
         self.router = Router(max_uri_length=self.limits.max_uri_length)
         self.resources: SeqIndex[Handler] = SeqIndex()
         self.templates: SeqIndex[Handler] = SeqIndex()
@@ -147,7 +149,6 @@ class Registry:
         def decorator(fn: F) -> F:
             self._add_resource(fn, uri, options)
             return fn
-
         return decorator
 
     def template(self, uri_template: str, **options: Unpack[TemplateOptions]) -> Callable[[F], F]:
@@ -158,7 +159,6 @@ class Registry:
         def decorator(fn: F) -> F:
             self.add_template(fn, uri_template, **options)
             return fn
-
         return decorator
 
     def add_resource(self, fn: Callable[..., Any], uri: str, **options: Unpack[ResourceOptions]) -> Handler:

@@ -15,6 +15,7 @@ from .eras import Era, error_response
 from .errors import MCPError
 from .methods import ON_CANCEL
 from .optin import OptIn
+from .telemetry import Traced
 from .versions import META_CLIENT_CAPABILITIES
 
 if TYPE_CHECKING:
@@ -84,6 +85,8 @@ class Request:
         self.conn.inflight.pop(self.id, None)
         if not isinstance(exc, MCPError):
             log.error("handler for %s failed", self.method, exc_info=exc)
+        if type(self.reply) is Traced:
+            self.reply.exception = exc
         self.reply(error_response(self.id, exc, self.era))
 
     def notify(self, message: dict[str, Any]) -> None:
@@ -108,8 +111,12 @@ class Request:
         on_cancel = ON_CANCEL.get(self.method)
         if on_cancel is not None:
             on_cancel(self)
-        if type(self.reply) is Batch:
-            self.reply.settle()  # the batch is answered without this member
+        reply = self.reply
+        if type(reply) is Traced:  # its span ends now
+            reply.cancel()
+            reply = reply.inner
+        if type(reply) is Batch:
+            reply.settle()  # the batch is answered without this member
 
 
 class Batch:

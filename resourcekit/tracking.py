@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
+from . import causes
 from ._runner import ThreadRunner
 from .contents import combined_version, to_contents
 from .context import Context
@@ -165,6 +166,8 @@ class Tracker:
     # --- changes -----------------------------------------------------------------
 
     def notify_changed(self, uri: str) -> None:
+        if self.registry.telemetry:
+            causes.caused((uri,))  # the span current now, for the notification's link
         self._schedule(uri)
         if self.broker is not None:
             self.broker.dirty(uri)
@@ -177,6 +180,7 @@ class Tracker:
         """Another process found ``version`` of ``uri``: tell the subscribers here."""
         if uri not in self._watched:
             return
+        causes.reporting(uri)
         if version == GONE:
             self.forget(uri)
         else:
@@ -240,6 +244,7 @@ class Tracker:
                     self.forget(uri)
                 else:
                     self.observe(uri, version)
+                causes.reporting(uri)  # the causes of this change, for the notifications
                 if uri in self._watched:
                     for reporter in list(self._reporters):
                         reporter.changed(uri, version)
@@ -310,6 +315,8 @@ class Tracker:
                     uris = await self.broker.leases(uris, max(3 * handler.poll, 2.0))
                 except Exception as exc:
                     log.warning("polling leases unavailable (%s): polling here meanwhile", exc)
+            if self.registry.telemetry:
+                causes.caused(uris, "poll")
             for uri in uris:
                 self._schedule(uri)
 
@@ -320,6 +327,8 @@ class Tracker:
 
     def notify_list_changed(self, force: bool = False) -> None:
         """Report list_changed, coalesced; unless ``force``, only if the list's version moved."""
+        if self.registry.telemetry:
+            causes.caused((causes.LIST,), "notify_list_changed")
         self.schedule_list(force)
         if self.broker is not None:
             self.broker.list_dirty()

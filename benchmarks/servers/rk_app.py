@@ -6,6 +6,7 @@ Run: resourcekit run benchmarks/servers/rk_app.py   (BENCH_WORKLOAD selects the 
 from __future__ import annotations
 
 import _content as c
+import _otel  # noqa: F401  (BENCH_OTEL: the OpenTelemetry set-up, none by default)
 
 from resourcekit import App
 

@@ -21,6 +21,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .. import causes, telemetry
 from ..errors import InvalidParams, LimitExceeded, ResourceNotFound
 from ..optin import RESOURCES_GET, wants
 from ..scopes import check_read
@@ -87,6 +88,10 @@ class Subscriptions:
 
     def count(self, conn: Connection) -> int:
         return len(self.of(conn))
+
+    def total(self) -> int:
+        """Subscriptions held here: (subscriber, URI) pairs."""
+        return sum(map(len, list(self._by_uri.values())))  # also from a metric reader's thread
 
     def of(self, conn: Connection) -> dict[str, str]:
         """The URIs ``conn`` subscribed to, with the version it last heard of."""
@@ -223,6 +228,10 @@ class Subscriptions:
         targets = [sub for sub in told if sub.content_changed]
         if targets:
             self._content_changed(uri, targets)
+        if told and telemetry.active():  # spans linked to what caused the change
+            why = causes.current(uri)
+            causes.sent(UPDATED, uri, len(told), why)
+            causes.sent(CONTENT_CHANGED, uri, len(targets), why)
 
     def _content_changed(self, uri: str, targets: list[Subscriber]) -> None:
         """Seed 000: what the resource looks like now, right after ``updated``."""
@@ -236,13 +245,18 @@ class Subscriptions:
 
     def list_changed(self) -> None:
         message = {"jsonrpc": "2.0", "method": LIST_CHANGED}
+        told = 0
         for conn in list(self.server.connections):
             # a shared session hears it from the store, once, whichever process holds it
             if conn.protocol_version is not None and not conn.closed and conn.shared is None:
                 conn.send(dict(message))
+                told += 1
         for sub in list(self._listens.values()):
             if sub.list_changed:
                 sub.emit(dict(message))
+                told += 1
+        if told and telemetry.active():
+            causes.sent(LIST_CHANGED, None, told, causes.causes(causes.LIST))
 
 
 # --- the methods --------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ import orjson
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from .. import causes
 from ..methods.wire import fresh_resource, seed_fields
 from ..pagination import set_cursor_key
 
@@ -107,6 +108,15 @@ return held
 """
 
 
+def _caused(handle: Callable[..., None], arity: int) -> Callable[..., None]:
+    """A handler of ``arity`` arguments and, after them, the ``traceparent`` of the change's cause."""
+    def handler(*args: Any) -> None:
+        if len(args) > arity:
+            causes.caused_elsewhere(args[0], args[arity])
+        handle(*args[:arity])
+    return handler
+
+
 def safe_url(url: str) -> str:
     """The URL without its password, for logs."""
     parts = urlsplit(url)
@@ -155,9 +165,9 @@ class RedisBroker:
         self._loop = asyncio.get_running_loop()
         self.tracker = tracker
         tracker.broker = self
-        self.handlers.update(dirty=tracker.schedule, list=lambda: tracker.schedule_list(),
+        self.handlers.update(dirty=_caused(tracker.schedule, 1), list=lambda: tracker.schedule_list(),
                              watch=tracker.watch_shared, unwatch=tracker.unwatch_shared,
-                             changed=tracker.report)
+                             changed=_caused(tracker.report, 2))
         self._listener = self._loop.create_task(self._listen())
 
     async def wait_ready(self, timeout: float) -> bool:
@@ -274,20 +284,23 @@ class RedisBroker:
     # --- what the tracker tells (tracking.Broker) -----------------------------------------------
 
     def dirty(self, uri: str) -> None:
-        self.publish_soon("dirty", uri)
+        cause = causes.carried(uri)  # the span that caused it, for the notifications elsewhere
+        self.publish_soon("dirty", uri, *((cause,) if cause else ()))
 
     def list_dirty(self) -> None:
         self.publish_soon("list")
 
     def changed(self, uri: str, version: str) -> None:
-        self.spawn(self._announce(uri, version))
+        self.spawn(self._announce(uri, version, causes.current(uri)))
 
-    async def _announce(self, uri: str, version: str) -> None:
+    async def _announce(self, uri: str, version: str, why: Any = None) -> None:
         message = orjson.dumps({"jsonrpc": "2.0", "method": UPDATED, "params": {"uri": uri}})
-        _told, moved = await self._fanout(args=[self.prefix, uri, version, self.max_events, message, VERSION_TTL,
-                                                self._content_changed(uri)])
+        told, moved = await self._fanout(args=[self.prefix, uri, version, self.max_events, message, VERSION_TTL,
+                                               self._content_changed(uri)])
+        causes.sent(UPDATED, uri, int(told), why)  # to sessions kept in Redis, wherever they are served
         if moved:  # the other workers' listen streams hear it even if they did not re-read
-            await self.publish("changed", uri, version)
+            cause = causes.carried_of(why)
+            await self.publish("changed", uri, version, *((cause,) if cause else ()))
 
     def _content_changed(self, uri: str) -> bytes:
         """Seed 000's ``content_changed`` for sessions that opted in (``cc`` in their state), or b''."""

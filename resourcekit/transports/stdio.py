@@ -182,7 +182,7 @@ class _Reader(asyncio.Protocol):
 async def serve_stdio(app: Registry, stdin: Any = None, stdout_fd: int | None = None) -> None:
     """Serve ``app`` on stdin/stdout until EOF or SIGTERM."""
     loop = asyncio.get_running_loop()
-    server = Server(app)
+    server = Server(app, "pipe")
     server.start()
     out_fd = stdout_fd if stdout_fd is not None else _take_stdout()
     flow = _Flow()

@@ -18,6 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from ... import telemetry
 from ...protocol import Connection
 from ._headers import HTTPError, is_digits
 from ._sse import CANCELLED, ENDED, Inbox, Replay, Stream
@@ -28,8 +29,8 @@ log = logging.getLogger("resourcekit")
 class Session:
     """A handshake-era session: its Connection, its streams, and the POSTs waiting on it."""
 
-    __slots__ = ("conn", "counter", "id", "last_seen", "limits", "listener", "nonce", "outbox", "principal",
-                 "replay", "standalone", "waiting")
+    __slots__ = ("conn", "counter", "id", "last_seen", "limits", "listener", "nonce", "opened", "outbox",
+                 "principal", "replay", "standalone", "waiting")
 
     def __init__(self, sid: str, limits: SessionLimits, principal: Any = None) -> None:
         self.id = sid
@@ -43,6 +44,7 @@ class Session:
         self.replay = Replay(limits.replay_bytes, limits.replay_events)
         self.standalone = self.new_stream()
         self.listener: Inbox | None = None  # the open GET stream, if any
+        self.opened: float | None = None  # when it opened, while telemetry is on
         # messages waiting for a GET stream: coalesced like a stream's, the oldest dropped past the limit
         self.outbox = self._outbox()
         self.waiting: dict[Inbox, list[Any]] = {}  # POSTs awaiting answers -> their request ids
@@ -84,11 +86,15 @@ class Session:
             pending = self.listener.take() + pending
             self.listener.put(ENDED)
         listener = self.listener = Inbox(self.limits.max_pending, on_overflow)
+        if self.conn is not None and self.conn.traced:
+            self.opened = telemetry.stream_opened(self.id)
         return listener, pending
 
     def detach_listener(self, listener: Inbox) -> None:
         if self.listener is listener:
             self.listener = None
+            telemetry.stream_ended("get", self.opened)
+            self.opened = None
             self.last_seen = time.monotonic()  # idle from now, not from when the stream opened
             # undelivered messages wait for the next GET stream
             waiting = self.outbox.take()
@@ -149,6 +155,7 @@ class SessionTable(OrderedDict[str, Session]):
             self.end(idle)
         session = Session(base64.urlsafe_b64encode(os.urandom(24)).decode(), self.limits, principal)
         session.conn = connect(session.deliver)
+        session.conn.session_id = session.id
         self[session.id] = session
         return session
 

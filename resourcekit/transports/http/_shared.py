@@ -138,6 +138,7 @@ class SharedSessions(SessionTable):
                     raise HTTPError(404, "Session not found or expired: initialize again")
                 session = Session(sid, self.limits, principal)
                 session.conn = connect(session.deliver)
+                session.conn.session_id = session.id
                 _apply(session.conn, state)
                 self._bind(session)
                 self[sid] = session

@@ -177,7 +177,7 @@ class ASGIApp:
     @property
     def server(self) -> Server:
         if self._server is None:
-            self._server = Server(self.app)
+            self._server = Server(self.app, "tcp")
             self._server.start()
             self._reaper = asyncio.get_running_loop().create_task(self.sessions.reap())
             if self.shared is not None:

@@ -25,14 +25,15 @@ WORKER_FACTORY = "resourcekit._loader:worker_factory"
 
 def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, reload_target: str | None = None,
              reload_dir: str | None = None, target: str | None = None, workers: int = 1,
-             limits: dict[str, Any] | None = None, **options: Any) -> None:
+             limits: dict[str, Any] | None = None, metrics: bool = False, **options: Any) -> None:
     """Serve with uvicorn (the ``http`` extra) until SIGINT/SIGTERM; logs go to stderr.
 
     ``options`` go to ``ASGIApp``. ``reload_target`` (``FILE[:ATTR]``) restarts the server
     whenever a file in ``reload_dir`` changes (``resourcekit run --reload``); each fresh
     process loads it with ``RELOAD_FACTORY``. ``workers`` > 1 starts that many processes
     (uvicorn's supervisor) that each load ``target`` with ``WORKER_FACTORY``; they share
-    their state through ``options["redis"]``.
+    their state through ``options["redis"]``. ``metrics``: serve ``GET /metrics`` (Prometheus
+    text, the ``otel`` extra) on the same listener; one process only.
     """
     try:
         import uvicorn
@@ -75,6 +76,14 @@ def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, relo
         return
     assert app is not None
     asgi = ASGIApp(app, **options)
+    served: Any = asgi
+    if metrics:
+        from ._metrics import MetricsEndpoint  # the otel extra: loaded only when asked for
+
+        try:
+            served = MetricsEndpoint(asgi)
+        except ImportError as exc:
+            raise SystemExit(f"resourcekit: error: {exc}") from None
 
     class _Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
@@ -86,7 +95,7 @@ def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, relo
     # no proxy-header rewriting (nothing here trusts a proxy by default) and no Date/Server
     # headers: together they cost more per request than MCP's own work; header sections
     # bounded in size and time (Limits.max_header_bytes, header_timeout)
-    config = uvicorn.Config(asgi, host=host, port=port, log_level=level, lifespan="on",
+    config = uvicorn.Config(served, host=host, port=port, log_level=level, lifespan="on",
                             timeout_graceful_shutdown=SHUTDOWN_GRACE, proxy_headers=False,
                             date_header=False, server_header=False, http=BoundedHeadersProtocol)
     print(f"resourcekit: serving {app.name!r} at http://{shown}:{port}{asgi.path}", file=sys.stderr)

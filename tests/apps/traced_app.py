@@ -1,0 +1,61 @@
+"""An app whose process exports its spans as JSON lines to $SPANS_FILE (the real SDK, set up after import)."""
+
+import json
+import os
+
+from resourcekit import App
+
+app = App("traced")
+
+
+@app.resource("note://a", description="A note")
+def note() -> str:
+    return "one"
+
+
+@app.resource("note://boom")
+def boom() -> str:
+    raise RuntimeError("secret detail")
+
+
+STATE = os.environ.get("STATE_FILE", "")
+
+
+@app.resource("state://value")
+def state_value() -> str:
+    return open(STATE).read() if STATE and os.path.exists(STATE) else ""
+
+
+@app.resource("state://bump")
+async def bump() -> str:
+    """Changes state://value, inside this request's span: its notifications link to the span."""
+    with open(STATE, "a") as out:
+        out.write("+")
+    app.notify_changed("state://value")
+    return "bumped"
+
+
+if os.environ.get("SPANS_FILE"):
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+    class JsonLines(SpanExporter):
+        def __init__(self, path: str) -> None:
+            self.path = path
+
+        def export(self, spans):  # type: ignore[no-untyped-def]
+            with open(self.path, "a") as out:
+                for span in spans:
+                    out.write(json.dumps({
+                        "name": span.name, "kind": span.kind.name, "attributes": dict(span.attributes or {}),
+                        "trace_id": f"{span.context.trace_id:032x}", "span_id": f"{span.context.span_id:016x}",
+                        "parent_id": f"{span.parent.span_id:016x}" if span.parent else None,
+                        "status": span.status.status_code.name, "events": [e.name for e in span.events],
+                        "links": [f"{link.context.span_id:016x}" for link in span.links],
+                    }) + "\n")
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(JsonLines(os.environ["SPANS_FILE"])))
+    trace.set_tracer_provider(provider)
