@@ -28,56 +28,59 @@ T = TypeVar("T")
 class SeqIndex(Generic[T]):
     """Items in insertion order, removable, pageable by sequence number.
 
-    Writers (serialised by the caller) may run while ``page`` runs in other threads:
-    the (seq, item) pairs live in one list that a writer only appends to, updates one
-    slot of, or replaces whole, so a reader that took the list sees each pair whole.
+    Writers (serialised by the caller) may run while ``page`` runs in other threads.
+    Sequence numbers and items live in two parallel lists (16 bytes an item, where a
+    pair would cost a 64-byte tuple: 100,000 resources are 5 MiB less), held together
+    in one tuple that compaction replaces whole.  A writer appends the item before
+    its number and otherwise only blanks one item slot, so a reader that took the
+    tuple and reads ``len(seqs)`` first sees every pair it can see whole.
     """
 
-    __slots__ = ("_dead", "_entries")
+    __slots__ = ("_dead", "_lists")
 
     def __init__(self) -> None:
-        self._entries: list[tuple[int, T | None]] = []
+        self._lists: tuple[list[int], list[T | None]] = ([], [])
         self._dead = 0
 
     def append(self, seq: int, item: T) -> None:
-        entries = self._entries
-        if entries and seq <= entries[-1][0]:
+        seqs, items = self._lists
+        if seqs and seq <= seqs[-1]:
             raise ValueError("sequence numbers must increase")
-        entries.append((seq, item))
+        items.append(item)
+        seqs.append(seq)
 
     def remove(self, seq: int) -> None:
-        entries = self._entries
-        i = bisect_right(entries, seq, key=_seq) - 1
-        if i >= 0 and entries[i][0] == seq and entries[i][1] is not None:
-            entries[i] = (seq, None)
+        seqs, items = self._lists
+        i = bisect_right(seqs, seq) - 1
+        if i >= 0 and seqs[i] == seq and items[i] is not None:
+            items[i] = None
             self._dead += 1
-            if self._dead > 64 and self._dead * 2 > len(entries):
-                self._entries = [e for e in entries if e[1] is not None]
+            if self._dead > 64 and self._dead * 2 > len(seqs):
+                live = [(s, x) for s, x in zip(seqs, items, strict=True) if x is not None]
+                self._lists = ([s for s, _ in live], [x for _, x in live])
                 self._dead = 0
 
     def __len__(self) -> int:
-        return len(self._entries) - self._dead
+        return len(self._lists[0]) - self._dead
 
     def __iter__(self) -> Iterator[T]:
-        return (x for _, x in self._entries if x is not None)
+        seqs, items = self._lists
+        return (x for x in items[: len(seqs)] if x is not None)
 
     def page(self, after: int, limit: int) -> tuple[list[tuple[int, T]], bool]:
         """Up to ``limit`` live (seq, item) pairs with seq > ``after``, and whether more follow."""
-        entries = self._entries
-        i, n = bisect_right(entries, after, key=_seq), len(entries)
+        seqs, items = self._lists
+        n = len(seqs)
+        i = bisect_right(seqs, after, 0, n)
         out: list[tuple[int, T]] = []
         while i < n:
-            seq, item = entries[i]
+            item = items[i]
             if item is not None:
                 if len(out) == limit:
                     return out, True
-                out.append((seq, item))
+                out.append((seqs[i], item))
             i += 1
         return out, False
-
-
-def _seq(entry: tuple[int, object]) -> int:
-    return entry[0]
 
 
 _KEY = os.urandom(32)
