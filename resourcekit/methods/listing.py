@@ -27,6 +27,7 @@ from ..pagination import decode_cursor, encode_cursor
 from ..versions import META_VERSION
 from ._base import Method, cache_hints, in_worker, keyset_after, uri_param
 from .children import children_from, listable
+from .variables import META_VARIABLES, variables_meta
 from .wire import (
     INSTANCE_FIELDS,
     Decorate,
@@ -302,8 +303,9 @@ def list_templates(req: Request) -> dict[str, Any]:
     opt = req.optin
     for _, handler in page:
         wire = dict(handler.wire)
-        if handler.meta:
-            wire["_meta"] = dict(handler.meta)
+        meta = dict(handler.meta) if handler.meta else {}
+        meta.setdefault(META_VARIABLES, variables_meta(handler))  # what a form needs to ask for each variable
+        wire["_meta"] = meta
         if opt.any:
             template_fields(wire, handler, opt)
         out.append(wire)
