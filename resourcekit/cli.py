@@ -1,4 +1,4 @@
-"""``resourcekit run|list|read FILE[:ATTR]``, ``resourcekit skills DIRECTORY``, ``resourcekit notify``."""
+"""``resourcekit run|dev|list|read FILE[:ATTR]``, ``resourcekit skills DIRECTORY``, ``resourcekit notify``."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import orjson
 from ._loader import CLIError, apply_limits, find_app, load_app, split_target
 from .app import App
 from .errors import DefinitionError, MCPError
+from .explorer import DEFAULT_PORT, run_dev
 from .testing import Client
 from .transports import http
 
@@ -74,6 +75,11 @@ def _parser() -> argparse.ArgumentParser:
     skills.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     skills.add_argument("--host", help="HTTP: the address to bind (default 127.0.0.1)")
     skills.add_argument("--port", type=int, help="HTTP: the port (default 8000)")
+    dev = commands.add_parser("dev", help="serve an app over HTTP with a resource explorer in the browser")
+    dev.add_argument("target", metavar="FILE[:ATTR]")
+    dev.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"the port on 127.0.0.1 (default {DEFAULT_PORT})")
+    dev.add_argument("--no-open", action="store_true", help="do not open a browser")
+    dev.add_argument("--reload", action="store_true", help="restart when the app's directory changes")
     notify = commands.add_parser("notify", help="tell every worker sharing a Redis that resources may have changed")
     notify.add_argument("uris", nargs="+", metavar="URI")
     notify.add_argument("--redis", metavar="URL", help="the workers' Redis (default $RESOURCEKIT_REDIS_URL)")
@@ -86,6 +92,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         if args.command == "run":
             _run(args)
+        elif args.command == "dev":
+            run_dev(args.target, port=args.port, open_browser=not args.no_open, reload=args.reload)
         elif args.command == "notify":
             _notify(args)
         elif args.command == "skills":
