@@ -117,6 +117,7 @@ class Client {
     this.listenAbort = null;
     this.reconnecting = null;
     this.server = null;
+    this.pending = new Map(); // id -> {method, started} of requests awaiting their response
   }
 
   async connect(era) {
@@ -175,6 +176,20 @@ class Client {
   // one POST; the answer comes as JSON or as an SSE stream (notifications may precede it)
   async send(message, signal) {
     this.hooks.log("out", message);
+    if ("id" in message) this.pending.set(message.id, { method: message.method, started: performance.now() });
+    try {
+      return await this.post(message, signal);
+    } finally {
+      this.pending.delete(message.id);
+    }
+  }
+
+  received(message) {
+    const request = "id" in message && !message.method ? this.pending.get(message.id) : undefined;
+    this.hooks.log("in", message, request && { method: request.method, ms: performance.now() - request.started });
+  }
+
+  async post(message, signal) {
     let response;
     try {
       response = await fetch(ENDPOINT, { method: "POST", headers: this.headers(message),
@@ -191,7 +206,7 @@ class Client {
     const type = response.headers.get("content-type") || "";
     if (type.startsWith("text/event-stream")) {
       for await (const incoming of sseMessages(response)) {
-        this.hooks.log("in", incoming);
+        this.received(incoming);
         if (incoming.id === message.id && ("result" in incoming || "error" in incoming)) {
           if (incoming.error) throw new RpcError(incoming.error);
           return incoming.result;
@@ -202,7 +217,7 @@ class Client {
     }
     let body = null;
     try { body = await response.json(); } catch (_) { /* not JSON */ }
-    if (body) this.hooks.log("in", body);
+    if (body) this.received(body);
     if (response.status >= 500 && !(body && body.error)) throw new Disconnected(`HTTP ${response.status}`);
     if (body && body.error) throw new RpcError(body.error);
     if (!body || !("result" in body)) throw new RpcError({ code: response.status, message: `HTTP ${response.status}` });
@@ -593,16 +608,20 @@ function toast(message, kind) {
 
 // --- protocol panel --------------------------------------------------------------------------
 
-function logMessage(direction, message) {
+function logMessage(direction, message, answered) {
   state.logCount++;
   $("#protocol-count").textContent = String(state.logCount);
   const log = $("#protocol-log");
-  const method = message.method || ("result" in message ? "result" : "error" in message ? "error" : "");
+  const method = message.method || (answered ? answered.method : "");
+  const outcome = "error" in message ? `error ${message.error.code}` : "result" in message ? "result" : "";
   const entry = h("li", { class: `msg ${direction} ${"error" in message ? "is-error" : ""}`, dataset: { method } });
   const time = new Date().toLocaleTimeString([], { hour12: false });
   const summary = h("summary", {},
     h("span", { class: "arrow" }, direction === "out" ? "→" : "←"), h("span", { class: "time" }, time),
-    h("span", { class: "method" }, method), "id" in message ? h("span", { class: "id" }, `#${message.id}`) : null);
+    h("span", { class: "method" }, method), "id" in message ? h("span", { class: "id" }, `#${message.id}`) : null,
+    outcome ? h("span", { class: "outcome" }, outcome) : null,
+    answered ? h("span", { class: "ms" }, `${Math.round(answered.ms)} ms`) : null,
+    h("span", { class: "preview" }, preview(message)));
   const details = h("details", {}, summary);
   details.addEventListener("toggle", () => {
     if (details.open && details.childNodes.length === 1) details.append(h("pre", { class: "raw" }, JSON.stringify(message, null, 2)));
@@ -613,6 +632,11 @@ function logMessage(direction, message) {
   log.append(entry);
   while (log.childElementCount > MAX_LOG) log.firstElementChild.remove();
   if (atBottom) log.scrollTop = log.scrollHeight;
+}
+
+function preview(message) {
+  const text = JSON.stringify(message.params || message.result || message.error || {});
+  return text.length > 160 ? text.slice(0, 160) + "…" : text;
 }
 
 function applyLogFilter(entry) {
@@ -1163,9 +1187,9 @@ function openTemplate(uriTemplate) {
     h("div", { class: "detail-head" }, h("div", { class: "titles" },
       h("h2", {}, template.title || template.name), h("code", { class: "uri" }, uriTemplate),
       template.description ? h("p", { class: "description" }, template.description) : null)),
-    form, result,
+    ...[form, result,
     instances.length ? h("section", { class: "instances-box" }, h("h3", {}, `Listed instances (${instances.length})`),
-      ...instances.slice(0, 100).map((r) => itemRow(r))) : null);
+      ...instances.slice(0, 100).map((r) => itemRow(r))) : null].filter(Boolean));
   renderMeta(template, null);
   update();
 }
