@@ -760,12 +760,15 @@ async function refreshAll() {
 }
 
 function renderServerInfo() {
-  const info = (client.server && client.server.serverInfo) || {};
+  const server = client.server || {};
+  const info = server.serverInfo; // 2026-07-28's server/discover names no server
   const box = $("#server-info");
-  box.replaceChildren(
-    h("strong", {}, info.title || info.name || "server"), info.version ? h("span", { class: "muted" }, ` v${info.version}`) : null,
-  );
-  if (client.server && client.server.instructions) box.title = client.server.instructions;
+  box.replaceChildren(...[
+    h("strong", {}, info ? info.title || info.name : "stateless server"),
+    info && info.version ? h("span", { class: "muted" }, ` v${info.version}`) : null,
+    !info && server.supportedVersions ? h("span", { class: "muted" }, ` · ${server.supportedVersions.join(", ")}`) : null,
+  ].filter(Boolean));
+  box.title = server.instructions || "";
 }
 
 // --- the sidebar -----------------------------------------------------------------------------------
