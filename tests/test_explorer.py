@@ -20,7 +20,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from tests.helpers import APPS, command, env
+from tests.helpers import APPS, command, env, modern_meta
 from tests.http_server import free_port, wait_for_port
 
 APP = APPS / "explorer_app.py"
@@ -240,6 +240,24 @@ def test_a_subscribed_resource_refreshes_by_itself(page: Page, status_file: Path
     expect(protocol_entries(page, "notifications/resources/updated").first).to_be_attached()
     shot(page, f"live-{era}")
     print(f"live update shown {elapsed:.2f} s after the change ({era})")
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+def test_the_list_refreshes_when_it_changes(page: Page, url: str, era: str) -> None:
+    if page.input_value("#era") != era:
+        page.select_option("#era", era)
+        expect(page.locator("#status")).to_have_attribute("data-state", "connected", timeout=15_000)
+    page.fill("#search", "added://")
+    name = f"during-{era}"
+    expect(page.locator("#list-footer")).to_contain_text("all pages loaded")
+    time.sleep(0.5)  # the notification stream (GET, or subscriptions/listen) is open by now
+    body = {"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": f"control://add/{name}",
+            "_meta": modern_meta()}}
+    answer = httpx.post(url + "mcp", json=body, timeout=10, headers={
+        "accept": "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "resources/read", "mcp-name": f"control://add/{name}"})
+    assert answer.json()["result"]["contents"][0]["text"] == "added", answer.text
+    expect(page.locator(f'.item[data-uri="added://{name}"]')).to_be_visible(timeout=5_000)
 
 
 RELOADING_APP = '''

@@ -107,3 +107,10 @@ def folder() -> str:
 @app.template("folder://{name}.txt")
 def folder_file(name: str) -> str:
     return f"file {name}\n"
+
+
+@app.template("control://add/{name}")
+def add(name: str) -> str:
+    """Reading this adds ``added://NAME`` while serving: clients hear ``list_changed``."""
+    app.add_resource(lambda: f"added {name}", f"added://{name}", name=name)
+    return "added"
