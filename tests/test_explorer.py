@@ -20,7 +20,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from tests.helpers import APPS, command, env, modern_meta
+from tests.helpers import APPS, COOKBOOK, command, env, modern_meta
 from tests.http_server import free_port, wait_for_port
 
 APP = APPS / "explorer_app.py"
@@ -212,6 +212,24 @@ def test_the_template_form_completes_and_reads_an_instance(page: Page) -> None:
     page.click("#toggle-protocol")
     expect(protocol_entries(page, "completion/complete").first).to_be_visible()
     shot(page, "template")
+
+
+def test_skills_are_navigated_as_directories(browser: Browser) -> None:
+    with dev_server(COOKBOOK / "skills_app.py") as page_url:
+        context = browser.new_context(viewport={"width": 1360, "height": 820})
+        page = context.new_page()
+        page.goto(page_url)
+        page.click("#skills-tab")  # shown because the server declares the skills extension
+        page.locator('.item[data-skill="skill://acme/billing/refunds/SKILL.md"]').click()
+        examples = page.locator('#directory .item[data-uri="skill://acme/billing/refunds/examples"]')
+        expect(examples).to_be_visible()
+        examples.click()
+        expect(page.locator(".crumbs")).to_contain_text("acme / billing / refunds / examples")
+        page.locator('#directory .item[data-uri="skill://acme/billing/refunds/examples/email.md"]').click()
+        expect(page.locator("#contents .markdown")).to_be_visible()
+        expect(page.locator("#current-uri")).to_have_text("skill://acme/billing/refunds/examples/email.md")
+        shot(page, "skills")
+        context.close()
 
 
 @pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])

@@ -430,6 +430,13 @@ function renderMarkdown(source) {
   const root = h("div", { class: "markdown" });
   const lines = source.replace(/\r\n?/g, "\n").split("\n");
   let i = 0;
+  if (lines[0] === "---") {
+    const end = lines.indexOf("---", 1);
+    if (end > 0) {
+      root.append(h("pre", { class: "frontmatter" }, lines.slice(1, end).join("\n")));
+      i = end + 1;
+    }
+  }
   let paragraph = [];
   const flush = () => {
     if (paragraph.length) root.append(inline(h("p"), paragraph.join(" ")));
@@ -1075,13 +1082,14 @@ async function showDirectory(uri, box, cursor) {
     box.replaceChildren(h("div", { class: "error-box" }, `resources/directory/read: ${error.message}`));
     return;
   }
-  if (!cursor) box.replaceChildren(h("h3", {}, "Directory"));
+  if (!cursor) box.replaceChildren(h("h3", {}, "Entries"));
   const list = h("div", { class: "dir-list" });
   for (const entry of result.resources || []) {
     const isDir = entry.mimeType === "inode/directory" || (entry.capabilities || {}).list;
     list.append(h("div", { class: `item ${isDir ? "dir" : ""}`, role: "button", tabindex: "0", dataset: { uri: entry.uri },
       onclick: () => (entry.mimeType === "inode/directory" ? openDirectory(entry.uri) : openResource(entry.uri)) },
-    h("span", { class: "item-name" }, (isDir ? "📁 " : "") + (entry.name || entry.uri)), h("span", { class: "item-uri" }, entry.uri)));
+    h("span", { class: "item-name" }, isDir ? h("span", { class: "dir-icon", "aria-hidden": "true" }) : null, entry.name || entry.uri),
+    h("span", { class: "item-uri" }, entry.uri)));
   }
   box.append(list);
   if (result.nextCursor) {
@@ -1104,7 +1112,9 @@ function openDirectory(uri) {
     });
   }
   const box = h("div", { id: "directory" });
-  $("#detail").replaceChildren(h("div", { class: "detail-head" }, h("div", { class: "titles" }, h("h2", {}, "Directory"), h("code", { class: "uri" }, uri), crumbs)), box);
+  const name = uri.replace(/\/+$/, "").split("/").pop() || uri;
+  $("#detail").replaceChildren(h("div", { class: "detail-head" }, h("div", { class: "titles" }, h("h2", {}, name),
+    h("code", { class: "uri" }, uri), crumbs)), box);
   $("#meta").replaceChildren(h("h3", {}, "Metadata"), h("dl", {}, metaRow("URI", uri), metaRow("method", "resources/directory/read")));
   showDirectory(uri, box);
 }
