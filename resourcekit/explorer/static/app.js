@@ -123,6 +123,7 @@ class Client {
   async connect(era) {
     this.generation++;
     this.stopStreams();
+    this.endSession();
     this.era = era;
     this.sessionId = null;
     this.negotiated = null;
@@ -143,6 +144,15 @@ class Client {
     }
     this.hooks.state("connected");
     return this.server;
+  }
+
+  // a handshake-era session the page leaves (switching era, closing the tab) is ended at once
+  endSession() {
+    if (this.era !== HANDSHAKE || !this.sessionId) return;
+    const headers = { "mcp-session-id": this.sessionId };
+    if (this.negotiated) headers["mcp-protocol-version"] = this.negotiated;
+    fetch(ENDPOINT, { method: "DELETE", headers, keepalive: true }).catch(() => {});
+    this.sessionId = null;
   }
 
   headers(message) {
@@ -1201,6 +1211,10 @@ function openTemplate(uriTemplate) {
       h("h2", {}, template.title || template.name), h("code", { class: "uri" }, uriTemplate),
       template.description ? h("p", { class: "description" }, template.description) : null)),
     ...[form, result,
+    state.cursor !== null && template.lister !== false ? h("div", { class: "hint" },
+      "Listed instances come after every resource: load all pages to see them here.",
+      h("button", { class: "btn small", type: "button", onclick: () => loadAllPages().then(() => openTemplate(uriTemplate)) },
+        "Load all pages")) : null,
     instances.length ? h("section", { class: "instances-box" }, h("h3", {}, `Listed instances (${instances.length})`),
       ...instances.slice(0, 100).map((r) => itemRow(r))) : null].filter(Boolean));
   renderMeta(template, null);
@@ -1321,6 +1335,7 @@ function init() {
   });
   $("#protocol-clear").addEventListener("click", () => { $("#protocol-log").replaceChildren(); });
   $("#protocol-filter").addEventListener("input", () => document.querySelectorAll("#protocol-log .msg").forEach(applyLogFilter));
+  window.addEventListener("pagehide", () => client.endSession());
   start(state.era);
 }
 
