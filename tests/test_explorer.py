@@ -32,10 +32,12 @@ TOTAL = 2509  # 2,500 items, six more resources, three listed users
 
 
 @contextlib.contextmanager
-def dev_server(target: Path, *extra: str, extra_env: dict[str, str] | None = None) -> Iterator[str]:
+def dev_server(target: Path, *extra: str, extra_env: dict[str, str] | None = None,
+               open_browser: bool = False) -> Iterator[str]:
     """A real ``resourcekit dev TARGET --no-open --port P`` process; yields the page's URL."""
     port = free_port()
-    proc = subprocess.Popen(command("dev", str(target), "--no-open", "--port", str(port), *extra),
+    flags = () if open_browser else ("--no-open",)
+    proc = subprocess.Popen(command("dev", str(target), *flags, "--port", str(port), *extra),
                             env={**env(), **(extra_env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         wait_for_port(port, proc)
@@ -127,6 +129,19 @@ def test_a_port_in_use_is_reported(url: str) -> None:
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert f"port {port} is in use" in done.stderr
+
+
+def test_the_browser_is_opened_once_serving(tmp_path: Path) -> None:
+    opened = tmp_path / "opened.txt"
+    opener = tmp_path / "opener.sh"
+    opener.write_text(f'#!/bin/sh\necho "$1" > {opened}\n')
+    opener.chmod(0o755)
+    with dev_server(APP, extra_env={"BROWSER": str(opener)}, open_browser=True) as page_url:
+        deadline = time.monotonic() + 20
+        while not opened.exists() or not opened.read_text().strip():
+            assert time.monotonic() < deadline, "the browser was not opened"
+            time.sleep(0.1)
+        assert opened.read_text().strip() == page_url
 
 
 # --- in the browser ----------------------------------------------------------------------------------
