@@ -158,7 +158,7 @@ def test_every_page_is_reachable_and_clicking_a_resource_reads_it(page: Page) ->
         page.eval_on_selector("#list", "el => { el.scrollTop = el.scrollHeight; }")
         page.wait_for_timeout(100)
     expect(page.locator("#list-footer")).to_contain_text("all pages loaded")
-    expect(page.locator("#resource-count")).to_have_text(str(TOTAL))
+    expect(page.locator("#resource-count")).to_have_text(f"{TOTAL:,}")
     item = page.locator('#list .item[data-uri="data://items/2499"]')
     item.scroll_into_view_if_needed()
     item.click()

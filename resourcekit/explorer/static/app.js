@@ -12,6 +12,7 @@ const CLIENT_CAPS = { experimental: { "io.resourcekit/sep-2093": {} } };
 const CLIENT_INFO = { name: "resourcekit-explorer", version: "1" };
 const ENDPOINT = "/mcp";
 const MAX_LOG = 1000;
+const CHUNK = 1000; // rows drawn at a time
 
 // --- small helpers ------------------------------------------------------------------------
 
@@ -43,6 +44,8 @@ function formatBytes(n) {
   while (value >= 1024 && unit < units.length - 1) { value /= 1024; unit++; }
   return `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
 }
+
+function count(n) { return n.toLocaleString("en-US"); }
 
 function utf8Length(text) { return new TextEncoder().encode(text).length; }
 
@@ -599,6 +602,7 @@ const state = {
   skills: [],
   selected: null, // {kind: "resource" | "template" | "directory", key}
   logCount: 0,
+  drawn: 0, // rows of the flat view drawn so far
 };
 
 const client = new Client({
@@ -688,7 +692,7 @@ function markUpdated(uri) {
 
 // --- loading lists ---------------------------------------------------------------------------------
 
-async function loadNextPage() {
+async function loadNextPage(draw = true) {
   if (state.cursor === null) return;
   if (state.loading) return state.loading;
   state.loading = (async () => {
@@ -707,15 +711,22 @@ async function loadNextPage() {
     } finally {
       state.loading = null;
     }
-    renderList();
+    if (draw) renderList();
   })();
   return state.loading;
 }
 
+// every remaining page; the list is drawn now and then (drawing is what costs, not reading)
 async function loadAllPages() {
+  let drawnAt = performance.now();
   while (state.cursor !== null) {
-    try { await loadNextPage(); } catch (_) { return; }
+    try { await loadNextPage(false); } catch (_) { break; }
+    if (performance.now() - drawnAt > 1000) {
+      $("#list-footer").firstChild.textContent = `${state.resources.length} loaded · loading…`;
+      drawnAt = performance.now();
+    }
   }
+  renderList();
 }
 
 async function reloadResources() {
@@ -726,7 +737,7 @@ async function reloadResources() {
   state.cursor = undefined;
   state.loading = null;
   for (let page = 0; page < pages && state.cursor !== null; page++) {
-    try { await loadNextPage(); } catch (_) { break; }
+    try { await loadNextPage(false); } catch (_) { break; }
   }
   await loadTemplates();
   renderList();
@@ -864,10 +875,23 @@ function renderTree(node, depth, path) {
     if (open) details.append(renderTree(child, depth + 1, key));
     fragment.append(details);
   }
-  for (const [name, resource] of node.leaves) fragment.append(itemRow(resource, name));
   const wrap = h("div", { class: "tree-children" });
   wrap.append(fragment);
+  appendLeaves(wrap, node.leaves, 0);
   return wrap;
+}
+
+// a folder's resources, a chunk at a time: a folder of 100,000 stays responsive
+function appendLeaves(wrap, leaves, from) {
+  const to = Math.min(leaves.length, from + CHUNK);
+  const fragment = document.createDocumentFragment();
+  for (let i = from; i < to; i++) fragment.append(itemRow(leaves[i][1], leaves[i][0]));
+  wrap.append(fragment);
+  if (to < leaves.length) {
+    const more = h("button", { class: "btn small show-more", type: "button" }, `Show ${Math.min(CHUNK, leaves.length - to)} more of ${leaves.length - to}`);
+    more.addEventListener("click", () => { more.remove(); appendLeaves(wrap, leaves, to); });
+    wrap.append(more);
+  }
 }
 
 function renderList() {
@@ -875,24 +899,31 @@ function renderList() {
   const scroll = list.scrollTop;
   const footer = $("#list-footer");
   footer.replaceChildren();
-  $("#resource-count").textContent = state.cursor === null ? String(state.resources.length) : `${state.resources.length}+`;
+  const loaded = count(state.resources.length);
+  $("#resource-count").textContent = state.cursor === null ? loaded : `${loaded}+`;
   $("#view-mode").hidden = state.tab !== "resources";
   if (state.tab === "resources") {
     const shown = state.resources.filter(matchesFilter);
+    // flat: rows are drawn a chunk at a time, then pages are loaded, both as the end comes into view
+    const drawn = state.mode === "tree" ? shown.length : Math.min(shown.length, Math.max(state.drawn, CHUNK));
     if (state.mode === "tree") list.replaceChildren(renderTree(buildTree(shown), 0, ""));
-    else list.replaceChildren(...shown.map((r) => itemRow(r)));
+    else list.replaceChildren(...shown.slice(0, drawn).map((r) => itemRow(r)));
+    state.drawn = drawn;
     if (!shown.length && state.cursor === null) list.append(h("p", { class: "muted pad" }, state.filter ? "Nothing matches." : "No resources."));
-    if (state.cursor !== null && state.cursor !== undefined) {
-      const more = h("button", { class: "btn load-more", type: "button", id: "load-more", onclick: () => loadNextPage() }, "Load next page");
+    if (drawn < shown.length || (state.cursor !== null && state.cursor !== undefined)) {
+      const label = drawn < shown.length ? `Show more (${shown.length - drawn} loaded)` : "Load next page";
+      const more = h("button", { class: "btn load-more", type: "button", id: "load-more", onclick: () => advance() }, label);
       list.append(h("div", { class: "sentinel" }, more));
       observeSentinel(more);
-      footer.append(h("span", {}, `${state.resources.length} loaded · more pages`),
+    }
+    if (state.cursor !== null && state.cursor !== undefined) {
+      footer.append(h("span", {}, `${loaded} loaded · more pages`),
         h("button", { class: "btn small", type: "button", id: "load-all", onclick: () => loadAllPages() }, "Load all"));
     } else {
-      footer.append(h("span", {}, `${state.resources.length} resources · all pages loaded`));
+      footer.append(h("span", {}, `${loaded} resources · all pages loaded`));
     }
     if (state.filter) {
-      footer.prepend(h("span", { class: "muted" }, `${shown.length} match · `));
+      footer.prepend(h("span", { class: "muted" }, `${count(shown.length)} match · `));
       if (state.cursor !== null) {
         list.prepend(h("div", { class: "hint" }, "Only loaded pages are searched. ",
           h("button", { class: "btn small", type: "button", onclick: () => loadAllPages() }, "Search all pages")));
@@ -915,9 +946,20 @@ let observer = null;
 function observeSentinel(button) {
   if (observer) observer.disconnect();
   observer = new IntersectionObserver((entries) => {
-    if (entries.some((e) => e.isIntersecting)) loadNextPage().catch(() => {});
+    if (entries.some((e) => e.isIntersecting)) advance();
   }, { root: $("#list"), rootMargin: "200px" });
   observer.observe(button);
+}
+
+// the end of the list came into view: draw more of what is loaded, else load the next page
+function advance() {
+  const matched = state.resources.filter(matchesFilter).length;
+  if (state.mode === "flat" && state.drawn < matched) {
+    state.drawn += CHUNK;
+    renderList();
+  } else {
+    loadNextPage().catch(() => {});
+  }
 }
 
 function instancesOf(template) {
@@ -1323,6 +1365,7 @@ function init() {
   }
   $("#search").addEventListener("input", debounce((e) => {
     state.filter = e.target.value.trim().toLowerCase();
+    state.drawn = 0;
     renderList();
   }, 120));
   $("#era").addEventListener("change", (e) => start(e.target.value));
