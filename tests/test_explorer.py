@@ -314,12 +314,21 @@ def test_the_page_reconnects_after_a_reload(browser: Browser, tmp_path: Path) ->
         page.goto(page_url)
         expect(page.locator("#status")).to_have_attribute("data-state", "connected", timeout=15_000)
         page.click("#view-mode [data-mode=flat]")
-        expect(page.locator('#list .item[data-uri="note://first"]')).to_be_visible()
+        page.click("#toggle-protocol")
+        page.locator('#list .item[data-uri="note://first"]').click()
+        expect(page.locator("#contents")).to_contain_text("first")
+        page.click("#subscribe")
+        expect(protocol_entries(page, "resources/subscribe")).to_have_count(1)
         time.sleep(0.3)  # a different modification time for the stat-based watcher
-        source.write_text(RELOADING_APP + '\n\n@app.resource("note://second")\ndef second() -> str:\n'
-                                          '    return "second"\n')
+        source.write_text(RELOADING_APP.replace('"first"', '"first, edited"') +
+                          '\n\n@app.resource("note://second")\ndef second() -> str:\n    return "second"\n')
         expect(page.locator('#list .item[data-uri="note://second"]')).to_be_visible(timeout=30_000)
         expect(page.locator("#status")).to_have_attribute("data-state", "connected")
+        # the view was read again, and the new session subscribed again
+        expect(page.locator("#contents")).to_contain_text("first, edited")
+        expect(protocol_entries(page, "resources/subscribe")).to_have_count(2)
+        expect(page.locator("#subscribe")).to_have_attribute("aria-pressed", "true")
+        shot(page, "reconnected")
         page.locator('#list .item[data-uri="note://second"]').click()
         expect(page.locator("#contents")).to_contain_text("second")
         context.close()

@@ -137,12 +137,15 @@ class Client {
       this.negotiated = result.protocolVersion;
       this.server = result;
       await this.send({ jsonrpc: "2.0", method: "notifications/initialized" });
-      for (const uri of this.subscribed) {
-        await this.request("resources/subscribe", { uri }).catch(() => this.subscribed.delete(uri));
+      for (const uri of this.subscribed) { // subscribed before a reconnect: again in this session
+        await this.request("resources/subscribe", { uri }, undefined, false).catch((error) => {
+          if (!(error instanceof RpcError)) throw error;
+          this.subscribed.delete(uri);
+        });
       }
       this.runGetStream(generation);
     } else {
-      this.server = await this.request("server/discover", {});
+      this.server = await this.request("server/discover", {}, undefined, false);
       this.runListen(generation);
     }
     this.hooks.state("connected");
@@ -171,7 +174,9 @@ class Client {
     return headers;
   }
 
-  async request(method, params, signal) {
+  // `retry`: once the server is back, send again what failed because it went away (not while
+  // connecting: reconnect() itself connects)
+  async request(method, params, signal, retry = true) {
     params = { ...(params || {}) };
     if (this.era === MODERN) {
       params._meta = { ...(params._meta || {}), [META_PROTOCOL]: MODERN, [META_CAPS]: CLIENT_CAPS };
@@ -180,7 +185,7 @@ class Client {
     try {
       return await this.send(message, signal);
     } catch (error) {
-      if (!(error instanceof Disconnected) || (signal && signal.aborted)) throw error;
+      if (!retry || !(error instanceof Disconnected) || (signal && signal.aborted)) throw error;
       await this.reconnect();
       return this.send({ ...message, id: ++this.nextId }, signal);
     }
@@ -273,10 +278,13 @@ class Client {
       } catch (error) {
         if (generation !== this.generation) return;
         if (abort.signal.aborted) continue; // the subscriptions changed: listen anew
-        if (error instanceof RpcError) {
+        if (error instanceof RpcError) { // e.g. a subscribed resource is gone: listen without it
           this.hooks.state("error", `subscriptions/listen: ${error.message}`);
-          this.subscribed.clear();
+          const gone = error.data && error.data.uri;
+          if (gone && this.subscribed.has(gone)) this.subscribed.delete(gone);
+          else this.subscribed.clear();
           await sleep(500);
+          this.hooks.state("connected");
           continue;
         }
         this.reconnect();
