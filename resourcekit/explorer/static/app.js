@@ -578,7 +578,17 @@ function renderContent(content, fallbackMime) {
   } else {
     const bytes = base64Bytes(content.blob || "");
     const url = URL.createObjectURL(new Blob([bytes], { type: mime }));
-    if (mime.startsWith("image/")) views.push(["Image", () => h("div", { class: "image" }, h("img", { src: url, alt: content.uri || "image" }))]);
+    if (mime.startsWith("image/")) {
+      views.push(["Image", () => {
+        const img = h("img", { src: url, alt: content.uri || "image" });
+        img.addEventListener("load", () => {
+          if (!header.querySelector(".dimensions")) {
+            header.children[1].after(h("span", { class: "muted dimensions" }, `${img.naturalWidth} × ${img.naturalHeight} px`));
+          }
+        });
+        return h("div", { class: "image" }, img);
+      }]);
+    }
     const name = (content.uri || "resource").split(/[/:]/).filter(Boolean).pop() || "resource";
     views.push(["Download", () => h("div", { class: "download" },
       h("a", { class: "btn primary", href: url, download: name }, `Download ${name}`),
@@ -620,7 +630,19 @@ const client = new Client({
   reconnected: () => { refreshAll(); },
 });
 
+function logLine(text) {
+  const log = $("#protocol-log");
+  log.append(h("li", { class: "msg line", dataset: { method: "" } }, h("span", {}, text)));
+}
+
 function setStatus(name, detail) {
+  const previous = $("#status").dataset.state;
+  if (name === "connected" && (previous === "connecting" || previous === "reconnecting")) {
+    logLine(client.era === HANDSHAKE ? `session ${(client.sessionId || "").slice(0, 8)}… opened (${client.negotiated})`
+      : "stateless 2026-07-28: every request stands alone");
+  } else if (name === "reconnecting" && previous !== "reconnecting") {
+    logLine("the server went away: waiting for /healthz");
+  }
   const status = $("#status");
   status.dataset.state = name;
   $("#status-text").textContent = { connected: "connected", reconnecting: "reconnecting…", connecting: "connecting…",
@@ -1377,6 +1399,12 @@ function init() {
     renderList();
   }, 120));
   $("#era").addEventListener("change", (e) => start(e.target.value));
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "/" && !/^(INPUT|SELECT|TEXTAREA)$/.test(document.activeElement.tagName)) {
+      e.preventDefault();
+      $("#search").focus();
+    }
+  });
   $("#toggle-protocol").addEventListener("click", () => {
     const panel = $("#protocol");
     panel.hidden = !panel.hidden;
