@@ -665,7 +665,8 @@ function logMessage(direction, message, answered) {
   const log = $("#protocol-log");
   const method = message.method || (answered ? answered.method : "");
   const outcome = "error" in message ? `error ${message.error.code}` : "result" in message ? "result" : "";
-  const entry = h("li", { class: `msg ${direction} ${"error" in message ? "is-error" : ""}`, dataset: { method } });
+  const kind = "error" in message ? "is-error" : "id" in message ? "" : "notification";
+  const entry = h("li", { class: `msg ${direction} ${kind}`, dataset: { method } });
   const time = new Date().toLocaleTimeString([], { hour12: false });
   const summary = h("summary", {},
     h("span", { class: "arrow" }, direction === "out" ? "→" : "←"), h("span", { class: "time" }, time),
