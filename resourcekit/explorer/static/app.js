@@ -552,6 +552,18 @@ function inline(el, text) {
   return el;
 }
 
+// object URLs of the contents on screen, released when other contents replace them
+let blobUrls = [];
+function blobUrl(bytes, type) {
+  const url = URL.createObjectURL(new Blob([bytes], { type }));
+  blobUrls.push(url);
+  return url;
+}
+function releaseBlobs() {
+  for (const url of blobUrls) URL.revokeObjectURL(url);
+  blobUrls = [];
+}
+
 function isJsonType(mime) { return /^application\/(.+\+)?json$/.test(mime || "") || /\+json$/.test(mime || ""); }
 function isMarkdownType(mime, uri) { return /markdown/.test(mime || "") || /\.(md|markdown)$/i.test(uri || ""); }
 
@@ -577,10 +589,12 @@ function renderContent(content, fallbackMime) {
     views.push(["Source", () => renderLines(content.text)]);
   } else {
     const bytes = base64Bytes(content.blob || "");
-    const url = URL.createObjectURL(new Blob([bytes], { type: mime }));
-    if (mime.startsWith("image/")) {
+    // the download is opaque bytes whatever the mimeType: opened in a tab it downloads, never renders
+    const url = blobUrl(bytes, "application/octet-stream");
+    const shown = mime.startsWith("image/") ? blobUrl(bytes, mime) : null;
+    if (shown) {
       views.push(["Image", () => {
-        const img = h("img", { src: url, alt: content.uri || "image" });
+        const img = h("img", { src: shown, alt: content.uri || "image" });
         img.addEventListener("load", () => {
           if (!header.querySelector(".dimensions")) {
             header.children[1].after(h("span", { class: "muted dimensions" }, `${img.naturalWidth} × ${img.naturalHeight} px`));
@@ -1112,6 +1126,7 @@ async function readSelected(quiet) {
   const box = $("#contents");
   if (!box) return;
   const scroll = $("#detail").scrollTop;
+  releaseBlobs();
   box.replaceChildren(...(result.contents || []).map((c) => renderContent(c, (state.byUri.get(uri) || {}).mimeType)));
   box.dataset.readAt = String(Date.now());
   if (!(result.contents || []).length) box.append(h("p", { class: "muted" }, "No contents."));
@@ -1270,6 +1285,7 @@ function openTemplate(uriTemplate) {
     result.replaceChildren(h("p", { class: "muted" }, "Reading…"));
     try {
       const read = await client.request("resources/read", { uri });
+      releaseBlobs();
       result.replaceChildren(h("div", { class: "instance-head" }, h("span", { class: "muted" }, "Instance "),
         h("a", { href: "#", class: "uri", onclick: (e) => { e.preventDefault(); openResource(uri); } }, uri)),
       ...(read.contents || []).map((c) => renderContent(c, template.mimeType)));
