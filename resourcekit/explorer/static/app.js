@@ -1429,6 +1429,18 @@ function init() {
     document.body.classList.toggle("with-protocol", !panel.hidden);
     if (!panel.hidden) $("#protocol-log").scrollTop = $("#protocol-log").scrollHeight;
   });
+  $("#protocol-resize").addEventListener("pointerdown", (down) => {
+    const panel = $("#protocol");
+    const start = panel.getBoundingClientRect().height;
+    const move = (e) => {
+      const height = Math.min(window.innerHeight - 160, Math.max(120, start + down.clientY - e.clientY));
+      panel.style.height = `${height}px`;
+    };
+    const up = () => { window.removeEventListener("pointermove", move); window.removeEventListener("pointerup", up); };
+    window.addEventListener("pointermove", move);
+    window.addEventListener("pointerup", up);
+    down.preventDefault();
+  });
   $("#protocol-clear").addEventListener("click", () => { $("#protocol-log").replaceChildren(); });
   $("#protocol-filter").addEventListener("input", () => document.querySelectorAll("#protocol-log .msg").forEach(applyLogFilter));
   window.addEventListener("pagehide", () => client.endSession());
