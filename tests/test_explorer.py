@@ -86,11 +86,13 @@ def page(browser: Browser, url: str) -> Iterator[Page]:
     opened = context.new_page()
     errors: list[str] = []
     opened.on("pageerror", lambda exc: errors.append(str(exc)))
+    # console errors include Content-Security-Policy violations and failed loads
+    opened.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     opened.goto(url)
     expect(opened.locator("#status")).to_have_attribute("data-state", "connected", timeout=15_000)
     yield opened
     context.close()
-    assert not errors, errors  # no uncaught exception in the page's script
+    assert not errors, errors  # no uncaught exception in the page's script, nothing the policy refused
 
 
 def shot(page: Page, name: str) -> Path:
