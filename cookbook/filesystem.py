@@ -10,6 +10,10 @@ Run it:
     RESOURCEKIT_ROOT=~/notes resourcekit run cookbook/filesystem.py    # stdio (default root: .)
     RESOURCEKIT_ROOT=~/notes resourcekit list cookbook/filesystem.py
     RESOURCEKIT_POLL=0.5 ...                                           # poll interval, seconds
+    RESOURCEKIT_SKIP=.git,node_modules ...                             # names never served (see SKIP)
+
+Version-control folders and virtual environments (a folder with ``pyvenv.cfg``, whatever
+its name) are skipped by default: neither listed nor readable.
 
 URIs are real ``file://`` URIs: with the root ``/home/me/notes`` the file
 ``todo.md`` is ``file:///home/me/notes/todo.md`` and the root itself is
@@ -30,6 +34,8 @@ from resourcekit.contents import guess_mime_type
 
 ROOT = Path(os.environ.get("RESOURCEKIT_ROOT", ".")).expanduser().resolve()
 POLL = float(os.environ.get("RESOURCEKIT_POLL", "2"))
+SKIP = frozenset(filter(None, os.environ.get(
+    "RESOURCEKIT_SKIP", ".git,.hg,.svn,.venv,venv,__pycache__,.mypy_cache,.pytest_cache,.ruff_cache").split(",")))
 DIRECTORY = "inode/directory"
 BASE = ROOT.as_uri().rstrip("/")  # percent-encoded, so the root's name never reads as template syntax
 FILE_TEMPLATE = BASE + "/{+path}"
@@ -47,13 +53,21 @@ def locate(path: str) -> Path | None:
     """
     if not path or path.startswith("/") or "\0" in path:
         return None
-    if any(part in ("", ".", "..") for part in path.split("/")):
+    parts = path.split("/")
+    if any(part in ("", ".", "..") or part in SKIP for part in parts):
         return None
     try:
         full = (ROOT / path).resolve(strict=True)
     except (OSError, RuntimeError):  # missing, unreadable, or a symlink loop
         return None
-    return full if full.is_relative_to(ROOT) else None
+    if not full.is_relative_to(ROOT) or any(is_venv(ROOT.joinpath(*parts[:n])) for n in range(1, len(parts) + 1)):
+        return None
+    return full
+
+
+def is_venv(directory: Path) -> bool:
+    """A virtual environment, whatever its name: it has a ``pyvenv.cfg``."""
+    return (directory / "pyvenv.cfg").is_file()
 
 
 def entry(full: Path, rel: str) -> dict[str, Any] | None:

@@ -6,6 +6,7 @@ from .context import Context
 from .errors import (
     DefinitionError,
     DuplicateResourceError,
+    InsufficientScope,
     LimitExceeded,
     MCPError,
     MissingParameterError,
@@ -18,6 +19,7 @@ from .errors import (
     UnsupportedParameterType,
 )
 from .limits import Limits
+from .scopes import Principal
 from .templates import UriTemplate
 
 __version__ = "0.1.0"
@@ -28,11 +30,13 @@ __all__ = [
     "Context",
     "DefinitionError",
     "DuplicateResourceError",
+    "InsufficientScope",
     "LimitExceeded",
     "Limits",
     "MCPError",
     "MissingParameterError",
     "NotModified",
+    "Principal",
     "QueryDefaultError",
     "ResourceKitError",
     "ResourceNotFound",

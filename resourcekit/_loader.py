@@ -6,16 +6,20 @@ import gc
 import importlib.util
 import os
 import sys
+import traceback
+from types import ModuleType
 from typing import Any
 
 import orjson
 
 from .app import App, default_app
 from .transports import http
+from .transports.stdio import configure_logging
 
 __all__ = ["CLIError", "apply_limits", "find_app", "load_app", "reload_factory", "split_target", "worker_factory"]
 
 CONVENTIONAL_NAMES = ("app", "server", "mcp")
+RESOURCE_TOOLS_ENV = "RESOURCEKIT_RESOURCE_TOOLS"  # "1": every app loaded here serves its resources as tools
 
 
 class CLIError(Exception):
@@ -23,33 +27,96 @@ class CLIError(Exception):
 
 
 def load_app(target: str) -> App:
-    """Import ``FILE[:ATTR]`` and find its App."""
+    """Import ``FILE[:ATTR]`` or ``package.module[:ATTR]`` and find its App.
+
+    A file inside a package (its directory has ``__init__.py``) is imported under its dotted
+    name, from the directory above the top package, so its relative imports work.
+    """
     path, attr = split_target(target)
-    if not os.path.isfile(path):
+    if os.path.isfile(path):
+        root, dotted = package_root(os.path.abspath(path))
+        shown = path
+    elif _is_module_name(path):
+        root, dotted, shown = os.getcwd(), path, path  # as uvicorn: the current directory is importable
+    else:
         raise CLIError(f"no such file: {path}")
-    directory = os.path.dirname(os.path.abspath(path))
-    if directory not in sys.path:
-        sys.path.insert(0, directory)  # so the app can import its sibling modules
+    if root not in sys.path:
+        sys.path.insert(0, root)  # so the app can import its sibling modules (or its package)
+    # An app declaring 100,000 resources allocates millions of long-lived objects: the
+    # cyclic GC would rescan them again and again while they are created. Pause it, then
+    # freeze what the import built so later collections skip it.
+    gc.disable()
+    try:
+        module = _import(path, dotted)
+    except SystemExit:
+        raise
+    except CLIError:
+        raise
+    except BaseException as exc:
+        raise CLIError(import_failure(shown, exc)) from exc
+    finally:
+        gc.enable()
+        gc.freeze()
+    if os.environ.get(RESOURCE_TOOLS_ENV) == "1":
+        app = find_app(vars(module), attr, shown)
+        app.resource_tools = True
+        return app
+    return find_app(vars(module), attr, shown)
+
+
+def package_root(path: str) -> tuple[str, str]:
+    """(the directory to import from, the dotted module name) of a Python file."""
+    directory, filename = os.path.split(path)
+    parts = [] if filename == "__init__.py" else [os.path.splitext(filename)[0]]
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        directory, package = os.path.split(directory)
+        parts.insert(0, package)
+    if directory == os.path.dirname(path) or not all(part.isidentifier() for part in parts):
+        return os.path.dirname(path), ""  # not in a package: loaded from its file
+    return directory, ".".join(parts)
+
+
+def _is_module_name(text: str) -> bool:
+    return not text.endswith(".py") and all(part.isidentifier() for part in text.split("."))
+
+
+def _import(path: str, dotted: str) -> ModuleType:
+    if dotted:
+        try:
+            return importlib.import_module(dotted)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and (dotted == exc.name or dotted.startswith(exc.name + ".")):
+                raise CLIError(f"no such file or module: {dotted} (looked in {sys.path[0]})") from None
+            raise
     name = os.path.splitext(os.path.basename(path))[0]
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise CLIError(f"cannot import {path}: not a Python file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    # An app declaring 100,000 resources allocates millions of long-lived objects: the
-    # cyclic GC would rescan them again and again while they are created. Pause it, then
-    # freeze what the import built so later collections skip it.
-    gc.disable()
-    try:
-        spec.loader.exec_module(module)
-    except SystemExit:
-        raise
-    except BaseException as exc:
-        raise CLIError(f"importing {path} failed: {type(exc).__name__}: {exc}") from exc
-    finally:
-        gc.enable()
-        gc.freeze()
-    return find_app(vars(module), attr, path)
+    spec.loader.exec_module(module)
+    return module
+
+
+def import_failure(shown: str, exc: BaseException) -> str:
+    """Where importing the app failed, with the app's part of the traceback (not resourcekit's or importlib's)."""
+    report = traceback.TracebackException.from_exception(exc)
+    ours = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    report.stack = traceback.StackSummary.from_list(
+        [frame for frame in report.stack if not frame.filename.startswith(("<frozen", ours))])
+    where = ""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        where = f" at {exc.filename}:{exc.lineno}"
+    elif report.stack:
+        last = report.stack[-1]
+        where = f" at {last.filename}:{last.lineno}"
+    summary = "".join(report.format_exception_only()).strip().splitlines()[-1]
+    return f"importing {shown} failed{where}: {summary}\n" + "".join(report.format(chain=False)).rstrip()
+
+
+def use_resource_tools() -> None:
+    """``--resource-tools``: apps loaded from now on, here and in child processes, serve resources as tools."""
+    os.environ[RESOURCE_TOOLS_ENV] = "1"
 
 
 def split_target(target: str) -> tuple[str, str | None]:
@@ -91,18 +158,31 @@ def apply_limits(app: App, limits: dict[str, Any]) -> App:
 
 
 def _redis_options() -> dict[str, Any]:
+    """What the parent process passed on: the Redis settings, and the OAuth settings (``run --auth-*``)."""
     url = os.environ.get("RESOURCEKIT_REDIS_URL")
-    return {"redis": url, "redis_prefix": os.environ.get("RESOURCEKIT_REDIS_PREFIX", "resourcekit:")} if url else {}
+    options: dict[str, Any] = {}
+    if url:
+        options.update(redis=url, redis_prefix=os.environ.get("RESOURCEKIT_REDIS_PREFIX", "resourcekit:"))
+    auth = os.environ.get("RESOURCEKIT_AUTH")
+    if auth:
+        from .auth import OAuthResourceServer  # the auth extra, only when authorization was asked for
+
+        settings = orjson.loads(auth)
+        client = settings.pop("introspection_client", None)
+        options["auth"] = OAuthResourceServer(**settings, introspection_client=tuple(client) if client else None)
+    return options
 
 
 def reload_factory() -> http.ASGIApp:
     """The app uvicorn's reloader builds in each fresh worker process (``run --reload``)."""
+    configure_logging()
     return http.ASGIApp(load_app(os.environ["RESOURCEKIT_TARGET"]), **_redis_options())
 
 
 def worker_factory() -> http.ASGIApp:
     """The app each of uvicorn's worker processes builds (``run --workers N``): the target, the
     limits (JSON) and the Redis settings come in environment variables the parent set."""
+    configure_logging()
     app = load_app(os.environ["RESOURCEKIT_TARGET"])
     apply_limits(app, orjson.loads(os.environ.get("RESOURCEKIT_LIMITS", "{}")))
     return http.ASGIApp(app, **_redis_options())

@@ -7,15 +7,17 @@ The deque is FIFO: what a worker ``post``s before its result (a handler's log
 message) reaches the loop first.
 
 A new thread starts when no worker is idle (up to ``max_workers``), and when a job
-still waits ``STALL`` seconds after it came while workers looked idle: a fast job
-never queues behind a slow one while a thread could be had, and a burst of fast
-jobs does not wake 32 threads to fight over the GIL.  At most ``max_queued`` jobs
+still waits ``STALL`` seconds after it came while workers looked idle, no worker is
+idle now and none took a job meanwhile (every worker is stuck in a slow job): a fast
+job never queues behind a slow one while a thread could be had, and a burst of fast
+jobs, merely waiting for the GIL, does not wake 32 threads to fight over it.  At most ``max_queued`` jobs
 wait; beyond that ``submit`` refuses.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import queue
 import threading
 from collections import deque
@@ -35,15 +37,16 @@ class ThreadRunner:
         self._loop = loop
         self._max_workers = max_workers
         self._max_queued = max_queued
-        # jobs submitted (by the loop thread only) and taken (by workers, under the lock):
-        # their difference is the queue's length, read without a lock on the hot path
+        # jobs submitted (by the loop thread only) and taken (by workers, numbered by an atomic
+        # counter): their difference is the queue's length, read without a lock
         self._submitted = 0
         self._taken = 0
+        self._takes = itertools.count(1)
         self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Callback] | None] = queue.SimpleQueue()
         self._done: deque[tuple[Callback, bool, Any]] = deque()
         self._wake_pending = False
         self._threads: list[threading.Thread] = []
-        self._idle = 0
+        self._waiting: deque[None] = deque()  # one item per worker waiting for a job (atomic ops)
         self._lock = threading.Lock()
         self._closed = False
         self._watching = False  # a check for a stalled job is scheduled
@@ -57,18 +60,24 @@ class ThreadRunner:
         self._submitted += 1
         self._jobs.put((fn, callback))
         if len(self._threads) < self._max_workers:
-            if self._idle == 0:
+            idle = len(self._waiting)
+            if idle == 0:
                 self._spawn()
-            elif queued >= self._idle and not self._watching:
+            elif queued >= idle and not self._watching:
                 # an "idle" worker may be busy already (it took a job and has not said so yet):
                 # if this job is still waiting shortly, it gets a thread of its own
                 self._watching = True
-                self._loop.call_later(STALL, self._unstall, self._submitted)
+                self._loop.call_later(STALL, self._unstall, self._submitted, self._taken)
 
-    def _unstall(self, job: int) -> None:
-        self._watching = False
-        if self._taken < job and len(self._threads) < self._max_workers:
+    def _unstall(self, job: int, taken: int) -> None:
+        """Called STALL after job ``job`` came (``taken`` jobs then taken): spawn if every worker is stuck."""
+        if self._taken >= job or len(self._threads) >= self._max_workers or self._closed:
+            self._watching = False
+        elif not self._waiting and self._taken == taken:
+            self._watching = False
             self._spawn()
+        else:  # the queue moves (or a worker is about to take it): look again later
+            self._loop.call_later(STALL, self._unstall, job, self._taken)
 
     def _spawn(self) -> None:
         with self._lock:
@@ -96,17 +105,14 @@ class ThreadRunner:
         return await future
 
     def _work(self) -> None:
-        jobs, done = self._jobs, self._done
+        jobs, done, waiting, takes = self._jobs, self._done, self._waiting, self._takes
         while True:
-            with self._lock:
-                self._idle += 1
+            waiting.append(None)
             job = jobs.get()
-            with self._lock:
-                self._idle -= 1
-                if job is not None:
-                    self._taken += 1
+            waiting.pop()
             if job is None:
                 return
+            self._taken = next(takes)
             fn, callback = job
             try:
                 outcome = (callback, True, fn())

@@ -1,4 +1,4 @@
-"""``resourcekit run|dev|list|read FILE[:ATTR]``, ``resourcekit skills DIRECTORY``, ``resourcekit notify``."""
+"""``resourcekit run|dev|list|read|install FILE[:ATTR]``, ``resourcekit skills DIRECTORY``, ``resourcekit notify``."""
 
 from __future__ import annotations
 
@@ -12,12 +12,15 @@ from typing import Any, NoReturn
 
 import orjson
 
-from ._loader import CLIError, apply_limits, find_app, load_app, split_target
+from . import __version__
+from ._loader import CLIError, apply_limits, find_app, load_app, split_target, use_resource_tools
 from .app import App
 from .errors import DefinitionError, MCPError
 from .explorer import DEFAULT_PORT, run_dev
+from .install import HOSTS, install
 from .testing import Client
 from .transports import http
+from .transports.stdio import run_stdio
 
 __all__ = ["find_app", "load_app", "main"]
 
@@ -35,18 +38,24 @@ LIMIT_FLAGS: list[tuple[str, type[int] | type[float], str]] = [
     ("--max-header-bytes", int, "HTTP: bytes of a request's header section"),
     ("--header-timeout", float, "HTTP: seconds to send a complete header section"),
 ]
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+AUTH_FLAGS = ("--auth-issuer", "--auth-audience", "--auth-jwks", "--auth-introspection", "--auth-scope")
 HTTP_ONLY = ("--host", "--port", "--reload", "--redis", "--redis-prefix", "--workers", "--max-sessions",
              "--session-idle-timeout", "--max-replay-bytes", "--max-stream-lifetime", "--max-header-bytes",
-             "--header-timeout")
+             "--header-timeout", *AUTH_FLAGS)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="resourcekit", description="Serve and inspect MCP resources written with resourcekit."
     )
+    parser.add_argument("--version", action="version", version=f"resourcekit {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="serve an app over stdio (default) or HTTP")
-    run.add_argument("target", metavar="FILE[:ATTR]")
+    run.add_argument("target", metavar="FILE[:ATTR]", help="a file (app.py, app.py:app) or a module (pkg.module:app)")
+    run.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS,
+                     help="log to stderr from this level (INFO: one line per request; default $RESOURCEKIT_LOG_LEVEL "
+                          "or WARNING)")
     run.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     run.add_argument("--host", help="HTTP: the address to bind (default 127.0.0.1)")
     run.add_argument("--port", type=int, help="HTTP: the port (default 8000)")
@@ -57,6 +66,15 @@ def _parser() -> argparse.ArgumentParser:
                           "(default $RESOURCEKIT_REDIS_URL; needs the redis extra)")
     run.add_argument("--redis-prefix", metavar="PREFIX", help="HTTP: prefix of the Redis keys (default resourcekit:)")
     run.add_argument("--workers", type=int, metavar="N", help="HTTP: worker processes (N > 1 needs --redis)")
+    run.add_argument("--resource-tools", action="store_true",
+                     help="also serve the resources as two read-only tools, for hosts that only call tools")
+    auth = run.add_argument_group("authorization", "HTTP: accept only OAuth 2.1 access tokens (the auth extra; "
+                                  "docs/authorization.md)")
+    auth.add_argument("--auth-issuer", metavar="URL", help="the authorization server that issues the tokens")
+    auth.add_argument("--auth-audience", metavar="URL", help="this server's canonical URL, e.g. https://host/mcp")
+    auth.add_argument("--auth-jwks", metavar="URL", help="the issuer's JWKS (default: from its metadata)")
+    auth.add_argument("--auth-introspection", metavar="URL", help="RFC 7662 endpoint for tokens that are not JWTs")
+    auth.add_argument("--auth-scope", action="append", metavar="SCOPE", help="a scope every request needs (repeat)")
     limits = run.add_argument_group("limits", "override the app's Limits (see README, \"Limits\")")
     for flag, kind, about in LIMIT_FLAGS:
         limits.add_argument(flag, type=kind, metavar="N", help=about)
@@ -80,6 +98,18 @@ def _parser() -> argparse.ArgumentParser:
     dev.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"the port on 127.0.0.1 (default {DEFAULT_PORT})")
     dev.add_argument("--no-open", action="store_true", help="do not open a browser")
     dev.add_argument("--reload", action="store_true", help="restart when the app's directory changes")
+    dev.add_argument("--resource-tools", action="store_true", help="also serve the resources as two read-only tools")
+    dev.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, help="log to stderr from this level")
+    install = commands.add_parser("install", help="add this server to Claude Desktop, Claude Code, Cursor or VS Code")
+    install.add_argument("host", choices=sorted(HOSTS))
+    install.add_argument("target", metavar="FILE[:ATTR]")
+    install.add_argument("--name", help="the server's name in the host (default: the App's name)")
+    install.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                         help="an environment variable for the server (repeatable)")
+    install.add_argument("--config", metavar="PATH",
+                         help="the configuration file to edit (default: the host's own, for this user)")
+    install.add_argument("--print", dest="show_only", action="store_true", help="show the change, write nothing")
+    install.add_argument("--resource-tools", action="store_true", help="serve the resources as tools too")
     notify = commands.add_parser("notify", help="tell every worker sharing a Redis that resources may have changed")
     notify.add_argument("uris", nargs="+", metavar="URI")
     notify.add_argument("--redis", metavar="URL", help="the workers' Redis (default $RESOURCEKIT_REDIS_URL)")
@@ -89,21 +119,31 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
+    if getattr(args, "log_level", None):
+        os.environ["RESOURCEKIT_LOG_LEVEL"] = args.log_level  # for this process and any it starts
     try:
         if args.command == "run":
             _run(args)
         elif args.command == "dev":
+            if args.resource_tools:
+                use_resource_tools()
             run_dev(args.target, port=args.port, open_browser=not args.no_open, reload=args.reload)
         elif args.command == "notify":
             _notify(args)
         elif args.command == "skills":
             _skills(args)
+        elif args.command == "install":
+            print(install(args.host, args.target, name=args.name, env=args.env, config=args.config,
+                          show_only=args.show_only, run_args=["--resource-tools"] if args.resource_tools else []))
         elif args.command == "list":
             asyncio.run(_list(load_app(args.target), args.json))
         else:
             asyncio.run(_read(load_app(args.target), args.uri, args.json))
     except CLIError as exc:
         _fail(str(exc))
+    except BrokenPipeError:  # `resourcekit list ... | head`: the reader left, nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        raise SystemExit(1) from None
 
 
 def _fail(message: str) -> NoReturn:
@@ -117,18 +157,21 @@ def _given(args: argparse.Namespace, flag: str) -> bool:
 
 
 def _run(args: argparse.Namespace) -> None:
+    if args.resource_tools:
+        use_resource_tools()  # for this process and any it starts (reloader, workers)
     limits = {flag[2:].replace("-", "_"): getattr(args, flag[2:].replace("-", "_")) for flag, _, _ in LIMIT_FLAGS}
     if args.transport == "stdio":
         for flag in HTTP_ONLY:
             if _given(args, flag):
                 raise CLIError(f"{flag} only applies to --transport http")
-        _with_limits(load_app(args.target), limits).run("stdio")
+        run_stdio(_with_limits(load_app(args.target), limits), target=args.target)
         return
     host = "127.0.0.1" if args.host is None else args.host
     port = 8000 if args.port is None else args.port
     redis = args.redis or os.environ.get("RESOURCEKIT_REDIS_URL") or None
     prefix = "resourcekit:" if args.redis_prefix is None else args.redis_prefix
     workers = 1 if args.workers is None else args.workers
+    auth = _auth(args)
     if workers < 1:
         raise CLIError("--workers must be at least 1")
     if workers > 1:
@@ -139,9 +182,12 @@ def _run(args: argparse.Namespace) -> None:
             raise CLIError("--workers cannot be combined with --reload")
         load_app(args.target)  # fail here, once, rather than in every worker
         http.run_http(None, host=host, port=port, target=args.target, workers=workers,
-                 limits={k: v for k, v in limits.items() if v is not None}, redis=redis, redis_prefix=prefix)
+                 limits={k: v for k, v in limits.items() if v is not None}, redis=redis, redis_prefix=prefix,
+                 **({"auth": auth} if auth is not None else {}))
         return
     options: dict[str, Any] = {"redis": redis, "redis_prefix": prefix} if redis else {}
+    if auth is not None:
+        options["auth"] = auth
     if args.reload:
         given = [flag for flag, _, _ in LIMIT_FLAGS if _given(args, flag)]
         if given:  # each reloaded process loads the app afresh: set limits in App(limits=...) instead
@@ -150,6 +196,27 @@ def _run(args: argparse.Namespace) -> None:
         http.run_http(None, host=host, port=port, reload_target=args.target, reload_dir=directory, **options)
     else:
         http.run_http(_with_limits(load_app(args.target), limits), host=host, port=port, **options)
+
+
+def _auth(args: argparse.Namespace) -> Any:
+    """The ``OAuthResourceServer`` the ``--auth-*`` flags describe (None without them)."""
+    if not any(_given(args, flag) for flag in AUTH_FLAGS):
+        return None
+    if not args.auth_issuer or not args.auth_audience:
+        missing = "--auth-issuer" if not args.auth_issuer else "--auth-audience"
+        raise CLIError(f"authorization needs {missing} URL (and --auth-issuer with --auth-audience)")
+    try:
+        from .auth import OAuthResourceServer
+    except ImportError as exc:
+        raise CLIError(str(exc)) from None
+    # the introspection endpoint's credentials: from the environment, never on a command line
+    client = os.environ.get("RESOURCEKIT_AUTH_CLIENT_ID"), os.environ.get("RESOURCEKIT_AUTH_CLIENT_SECRET")
+    try:
+        return OAuthResourceServer(issuer=args.auth_issuer, audience=args.auth_audience, jwks_uri=args.auth_jwks,
+                                   introspection_url=args.auth_introspection, scopes=args.auth_scope or (),
+                                   introspection_client=(client[0], client[1]) if client[0] and client[1] else None)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
 
 
 def _skills(args: argparse.Namespace) -> None:

@@ -19,11 +19,14 @@ class Context:
 
     ``uri`` is the URI being read, ``params`` the raw (string) template values,
     ``protocol_version`` the revision the client speaks, ``meta`` the request's
-    ``_meta``.  ``log()`` sends a ``notifications/message`` to the client when it
+    ``_meta``, ``principal`` who asked (a ``resourcekit.Principal`` over HTTP with
+    OAuth: ``subject``, ``client_id``, ``scopes``, ``claims``; None when nobody
+    authenticated, as over stdio).  ``log()`` sends a ``notifications/message`` to the client when it
     asked for messages at that level.
     """
 
-    __slots__ = ("_emit", "_log_level", "app", "meta", "params", "protocol_version", "request_id", "uri")
+    __slots__ = ("_emit", "_log_level", "app", "meta", "params", "principal", "protocol_version",
+                 "request_id", "uri")
 
     def __init__(
         self,
@@ -36,6 +39,7 @@ class Context:
         meta: Mapping[str, Any] | None = None,
         log_level: str | None = None,
         emit: Any = None,
+        principal: Any = None,
     ) -> None:
         self.app = app
         self.uri = uri
@@ -45,6 +49,7 @@ class Context:
         self.meta = dict(meta or {})
         self._log_level = log_level
         self._emit = emit
+        self.principal = principal
 
     def log(self, level: str, data: Any, *, logger: str | None = None) -> bool:
         """Send a log message to the client; True if it was sent.

@@ -14,6 +14,7 @@ __all__ = [
     "DefinitionError",
     "DuplicateResourceError",
     "HeaderMismatch",
+    "InsufficientScope",
     "InternalError",
     "InvalidParams",
     "InvalidRequest",
@@ -29,6 +30,7 @@ __all__ = [
     "UnknownParameterError",
     "UnsupportedParameterType",
     "UnsupportedVersion",
+    "decorator_without_uri",
 ]
 
 
@@ -110,15 +112,46 @@ class DuplicateResourceError(DefinitionError):
             super().__init__(f"{uri!r} is equivalent to the registered template {existing!r}")
 
 
+def decorator_without_uri(kind: str, given: object) -> DefinitionError:
+    """``@app.resource`` (or ``@app.template``) written without its URI: show the right spelling."""
+    example = "notes://{name}" if kind == "template" else "notes://today"
+    if callable(given):
+        name = getattr(given, "__name__", "handler")
+        return DefinitionError(
+            f"@app.{kind} needs the URI{' template' if kind == 'template' else ''} in parentheses: write "
+            f"@app.{kind}(\"{example}\") above def {name}(), not @app.{kind}")
+    return DefinitionError(f"@app.{kind}(...) takes the URI as a string first, not {given!r}: "
+                           f"@app.{kind}(\"{example}\")")
+
+
 # --- wire errors ---------------------------------------------------------------
 
 
 class MCPError(ResourceKitError):
-    """An error answered to the client as a JSON-RPC error object."""
+    """An error answered to the client as a JSON-RPC error object: ``{code, message, data}``.
+
+    Raise it from a handler: ``MCPError("Quota exceeded", {"retryAfter": 30}, code=-32001)``.
+    JSON-RPC's own order works too: ``MCPError(-32001, "Quota exceeded"[, data])``.  The
+    code defaults to -32603 (internal error); subclasses fix theirs (``ResourceNotFound``).
+    A message that is not a string, or a code given twice, is a TypeError here rather
+    than a puzzling answer on the wire.
+    """
 
     code: int = -32603
 
-    def __init__(self, message: str, data: Any = None, *, code: int | None = None) -> None:
+    def __init__(self, message: str | int, data: Any = None, *more: Any, code: int | None = None) -> None:
+        if type(message) is int:  # MCPError(-32602, "msg"[, data]): JSON-RPC's order
+            if code is not None or len(more) > 1 or not isinstance(data, str):
+                raise TypeError("write MCPError(code, message[, data]) or MCPError(message, data, code=code)")
+            code, message, data = message, data, more[0] if more else None
+        elif more:
+            raise TypeError("MCPError takes a message and data; give the code as code=...")
+        if not isinstance(message, str):
+            raise TypeError(f"MCPError's message must be a string, not {message!r}")
+        if type(data) is int and code is None:
+            raise TypeError(f"MCPError({message!r}, {data}): is {data} the code? write code={data}")
+        if code is not None and type(code) is not int:
+            raise TypeError(f"MCPError's code must be an int, not {code!r}")
         super().__init__(message)
         self.message = message
         self.data = data
@@ -185,6 +218,22 @@ class LimitExceeded(MCPError):
     def __init__(self, limit: str, value: int | float, message: str, *, code: int = -32602) -> None:
         super().__init__(message, {"limit": limit, "max": value}, code=code)
         self.limit = limit
+
+
+class InsufficientScope(MCPError):
+    """The request's access token lacks scopes the resource requires (``data.scopes``: all it needs).
+
+    Over HTTP the answer is 403 with ``WWW-Authenticate: Bearer error="insufficient_scope"``,
+    so the client can ask its authorization server for more (step-up); the handler never ran.
+    """
+
+    code = -32030
+
+    def __init__(self, uri: str, scopes: frozenset[str]) -> None:
+        super().__init__(f"Forbidden: {uri} needs scope {' '.join(sorted(scopes))}",
+                         {"uri": uri, "scopes": sorted(scopes)})
+        self.uri = uri
+        self.scopes = scopes
 
 
 class HeaderMismatch(MCPError):

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from .signature import Signature
     from .templates import UriTemplate
 
-__all__ = ["Handler", "normalize_annotations"]
+__all__ = ["Handler", "choices_completer", "completers_for", "normalize_annotations"]
 
 _AUDIENCES = frozenset({"user", "assistant"})
 
@@ -36,11 +36,22 @@ class Completer:
         self.with_context = len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in positional)
 
 
+def choices_completer(choices: Iterable[str]) -> Callable[[str], list[str]]:
+    """A completer offering the choices (an Enum's, a Literal's) that start with what was typed."""
+    options = tuple(choices)
+
+    def complete(value: str) -> list[str]:
+        lowered = value.lower()
+        return [c for c in options if c.lower().startswith(lowered)]
+
+    return complete
+
+
 class Options:
     """The rarely-set options of a declaration; one shared instance when none is set."""
 
     __slots__ = ("cache_scope", "children", "completers", "kind", "lister", "lister_paged", "meta",
-                 "metadata", "poll", "size", "ttl_ms")
+                 "metadata", "poll", "scopes", "size", "ttl_ms")
 
     def __init__(
         self,
@@ -55,6 +66,7 @@ class Options:
         completers: dict[str, Completer] | None = None,
         children: Callable[..., Any] | None = None,
         poll: float | None = None,
+        scopes: frozenset[str] | None = None,
     ) -> None:
         self.size = size
         self.meta = meta
@@ -67,6 +79,7 @@ class Options:
         self.completers = completers or {}
         self.children = children
         self.poll = poll
+        self.scopes = scopes  # None: the App's (resourcekit.scopes)
 
 
 DEFAULT_OPTIONS = Options()
@@ -128,6 +141,7 @@ class Handler:
     completers = _delegate("completers")
     children = _delegate("children")
     poll = _delegate("poll")
+    scopes = _delegate("scopes")
 
     @property
     def name(self) -> str:
@@ -210,3 +224,20 @@ def iter_lister_page(handler: Handler, offset: int, limit: int) -> Iterable[Any]
         page: Iterable[Any] = handler.lister(offset, limit + 1)
         return page
     return islice(handler.lister(), offset, offset + limit + 1)
+
+
+def completers_for(uri: str, template: UriTemplate | None, sig: Signature,
+                   explicit: Mapping[str, Callable[..., Any]] | None) -> dict[str, Completer]:
+    """A template's completers: choices of Enum/Literal parameters, then the ``complete=`` ones."""
+    completers: dict[str, Completer] = {}
+    if template is None:
+        return completers
+    for name, param in sig.params.items():
+        if param.convertor.choices:
+            completers[name] = Completer(choices_completer(param.convertor.choices))
+    for name, fn in (explicit or {}).items():
+        if not callable(fn):
+            raise DefinitionError(f"completer for {name!r} of {uri!r} must be callable")
+        completers[name] = Completer(fn)
+    return completers
+

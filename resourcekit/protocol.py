@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from . import accesslog
 from ._runner import ThreadRunner
 from .context import LEVEL_RANK
 from .eras import HANDSHAKE, STATELESS, Era, error_response
@@ -69,6 +70,8 @@ class Server:
         self._loop_thread: int | None = None
         self.connections: set[Connection] = set()
         self.subscriptions = Subscriptions(self)
+        # one log line per request at INFO: decided once here, not per request
+        self.request_type: type[Request] = accesslog.LoggedRequest if accesslog.enabled() else Request
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -139,6 +142,9 @@ class Connection:
         self._max_inflight = self.limits.max_inflight
         # a session whose subscriptions live in a store shared by several processes (scale-out)
         self.shared: SharedSubscriptions | None = None
+        self.new_request = server.request_type  # plain, or logged at INFO (accesslog)
+        # who sends what comes next (the transport sets it per HTTP request); None: nobody checks scopes
+        self.principal: Any = None
 
     # --- input -------------------------------------------------------------
 
@@ -149,7 +155,10 @@ class Connection:
         except orjson.JSONDecodeError as exc:
             (reply or self.send)(error_response(None, ParseError(f"Parse error: {exc}")))
             return
-        self.receive(message, reply)
+        if type(message) is dict:  # ``receive``, inlined for the common case
+            self._receive_one(message, reply or self.send)
+        else:
+            self.receive(message, reply)
 
     def receive(self, message: Any, reply: Send | None = None) -> None:
         """Handle one decoded message; responses go to ``reply`` (default: ``send``)."""
@@ -167,7 +176,7 @@ class Connection:
             if method is None and ("result" in msg or "error" in msg) and "id" in msg:
                 return  # a response to a request we never send: nothing to do
             rid = msg.get("id")
-            reply(error_response(rid if _valid_id(rid) else None, InvalidRequest(
+            reply(error_response(rid if type(rid) is int or type(rid) is str else None, InvalidRequest(
                 "Invalid Request: expected jsonrpc '2.0' and a string method")))
             return
         params = msg.get("params")
@@ -176,7 +185,7 @@ class Connection:
                 self._notification(method, params or {})
             return  # a receiver never answers a notification, even a bad one
         rid = msg["id"]
-        if not _valid_id(rid):
+        if type(rid) is not int and type(rid) is not str:
             reply(error_response(None, InvalidRequest("Invalid Request: id must be a string or integer")))
             return
         if params is None:
@@ -186,6 +195,7 @@ class Connection:
             return
         meta = params.get("_meta")
         version = meta.get(META_PROTOCOL_VERSION) if type(meta) is dict else None
+        request = None
         try:
             if version is not None:
                 request = self._modern_request(rid, method, params, meta, version, reply)  # type: ignore[arg-type]
@@ -201,6 +211,8 @@ class Connection:
                                     "Server busy: too many requests in flight on this connection", code=-32603)
             outcome = entry(request)
         except MCPError as exc:
+            if self.new_request is not Request:
+                accesslog.refused(method, params, exc, request)
             reply(error_response(rid, exc, STATELESS if version in MODERN_VERSIONS else HANDSHAKE))
             return
         except Exception as exc:  # a bug of ours or the user's: log it, never leak it
@@ -229,7 +241,7 @@ class Connection:
                 f"_meta['{META_PROTOCOL_VERSION}']",
                 {"missing": [META_PROTOCOL_VERSION]},
             )
-        return Request(self, rid, method, params, self.protocol_version, HANDSHAKE, self.log_level, reply)
+        return self.new_request(self, rid, method, params, self.protocol_version, HANDSHAKE, self.log_level, reply)
 
     def _modern_request(
         self,
@@ -253,7 +265,7 @@ class Connection:
         level = meta.get(META_LOG_LEVEL)
         if level is not None and (type(level) is not str or level not in LEVEL_RANK):
             raise InvalidParams(f"Invalid params: unknown log level {level!r}")
-        return Request(self, rid, method, params, version, STATELESS, level, reply)
+        return self.new_request(self, rid, method, params, version, STATELESS, level, reply)
 
     def _receive_batch(self, batch: list[Any], reply: Send) -> None:
         if self.protocol_version != BATCH_VERSION:
@@ -326,6 +338,3 @@ async def _run(request: Request, outcome: Awaitable[Any]) -> None:
     if result is not PENDING:
         request.respond(result)
 
-
-def _valid_id(rid: Any) -> bool:
-    return (type(rid) is int) or (type(rid) is str)

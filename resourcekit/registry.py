@@ -18,11 +18,13 @@ from .errors import (
     QueryDefaultError,
     TemplateSyntaxError,
     UnknownParameterError,
+    decorator_without_uri,
 )
-from .handler import DEFAULT_OPTIONS, Completer, Handler, Options, normalize_annotations
+from .handler import DEFAULT_OPTIONS, Handler, Options, completers_for, normalize_annotations
 from .limits import DEFAULT_LIMITS, Limits
 from .pagination import SeqIndex
 from .router import Router
+from .scopes import NO_SCOPES, normalize_scopes
 from .signature import Signature, inspect_handler
 from .templates import UriTemplate
 from .tracking import Tracker
@@ -51,6 +53,7 @@ class _Options(TypedDict, total=False):
     metadata: Mapping[str, Any] | None
     children: Callable[..., Any] | None
     poll: float | None
+    scopes: Iterable[str] | None
 
 
 class ResourceOptions(_Options, total=False):
@@ -71,7 +74,8 @@ class Registry:
     ``limits`` bounds everything a client can make the server hold or do
     (``page_size``, ``max_message_size`` and ``max_workers`` are shorthands for
     three of them); ``ttl_ms`` and ``cache_scope`` are the caching hints of
-    2026-07-28 results unless a resource says otherwise.
+    2026-07-28 results unless a resource says otherwise.  ``resource_tools`` also serves
+    the resources as two read-only tools (``list_resources``, ``read_resource``).
     """
 
     def __init__(
@@ -89,6 +93,8 @@ class Registry:
         ttl_ms: int = 0,
         cache_scope: str = "private",
         max_workers: int | None = None,
+        resource_tools: bool = False,
+        scopes: Iterable[str] | None = None,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be at least 1")
@@ -113,6 +119,11 @@ class Registry:
         self._lock = threading.Lock()
         self._tracker: Tracker | None = None
         self.skills: SkillCatalog | None = None  # what add_skills mounted (SEP-2640)
+        # also serve list_resources and read_resource as tools, for hosts that only call tools
+        self.resource_tools = resource_tools
+        # what reading takes unless a declaration says otherwise; every scope declared (resourcekit.scopes)
+        self.scopes = normalize_scopes(scopes, f"App {name!r}") or NO_SCOPES
+        self.declared_scopes: set[str] = set(self.scopes)
 
     @property
     def page_size(self) -> int:
@@ -130,6 +141,8 @@ class Registry:
 
     def resource(self, uri: str, **options: Unpack[ResourceOptions]) -> Callable[[F], F]:
         """Declare a resource at a fixed URI; the decorated function returns its contents."""
+        if not isinstance(uri, str):
+            raise decorator_without_uri("resource", uri)
 
         def decorator(fn: F) -> F:
             self._add_resource(fn, uri, options)
@@ -139,6 +152,8 @@ class Registry:
 
     def template(self, uri_template: str, **options: Unpack[TemplateOptions]) -> Callable[[F], F]:
         """Declare an RFC 6570 URI template; its variables become the function's arguments."""
+        if not isinstance(uri_template, str):
+            raise decorator_without_uri("template", uri_template)
 
         def decorator(fn: F) -> F:
             self.add_template(fn, uri_template, **options)
@@ -239,6 +254,7 @@ class Registry:
         complete: Mapping[str, Callable[..., Any]] | None = None,
         children: Callable[..., Any] | None = None,
         poll: float | None = None,
+        scopes: Iterable[str] | None = None,
     ) -> Handler:
         declared_mime = mime_type
         mime_type = mime_type or sig.mime_type
@@ -259,9 +275,9 @@ class Registry:
         extras = DEFAULT_OPTIONS
         if (size is not None or annotations or icons or meta or ttl_ms is not None or cache_scope is not None
                 or kind is not None or metadata is not None or lister is not None or complete or children is not None
-                or poll is not None or (template is not None and sig.params)):
+                or poll is not None or scopes is not None or (template is not None and sig.params)):
             extras = self._options(uri, template, sig, wire, size, annotations, icons, meta, ttl_ms, cache_scope,
-                                   kind, metadata, lister, complete, children, poll)
+                                   kind, metadata, lister, complete, children, poll, scopes)
         with self._lock:
             self._seq += 1
             handler = Handler(uri, template, fn, sig, mime_type, wire, extras, self._seq)
@@ -294,6 +310,7 @@ class Registry:
         complete: Mapping[str, Callable[..., Any]] | None,
         children: Callable[..., Any] | None,
         poll: float | None,
+        scopes: Iterable[str] | None,
     ) -> Options:
         """Check the less common options (and add what they show to ``wire``)."""
         if cache_scope is not None and cache_scope not in CACHE_SCOPES:
@@ -322,28 +339,12 @@ class Registry:
             raise DefinitionError(f"children of {uri!r} must be callable")
         if poll is not None and poll <= 0:
             raise DefinitionError(f"poll interval of {uri!r} must be positive")
-        completers = self._completers(uri, template, sig, complete)
+        completers = completers_for(uri, template, sig, complete)
+        required = normalize_scopes(scopes, repr(uri))
+        if required:
+            self.declared_scopes |= required
         return Options(size, dict(meta) if meta else None, ttl_ms, cache_scope, kind, metadata, lister,
-                       lister_paged, completers, children, poll)
-
-    def _completers(
-        self,
-        uri: str,
-        template: UriTemplate | None,
-        sig: Signature,
-        explicit: Mapping[str, Callable[..., Any]] | None,
-    ) -> dict[str, Completer]:
-        completers: dict[str, Completer] = {}
-        if template is None:
-            return completers
-        for name, param in sig.params.items():
-            if param.convertor.choices:
-                completers[name] = Completer(_choices_completer(param.convertor.choices))
-        for name, fn in (explicit or {}).items():
-            if not callable(fn):
-                raise DefinitionError(f"completer for {name!r} of {uri!r} must be callable")
-            completers[name] = Completer(fn)
-        return completers
+                       lister_paged, completers, children, poll, required)
 
     def add_skills(self, directory: str | os.PathLike[str], *, prefix: str = "", poll: float | None = 2.0) -> None:
         """Serve each folder with a ``SKILL.md`` under ``directory`` as ``skill://<prefix/><path>/<file>``
@@ -389,12 +390,3 @@ class Registry:
         """Tell clients the resource list changed (for lists that change outside the program)."""
         self.tracker.notify_list_changed()
 
-
-def _choices_completer(choices: Iterable[str]) -> Callable[[str], list[str]]:
-    options = tuple(choices)
-
-    def complete(value: str) -> list[str]:
-        lowered = value.lower()
-        return [c for c in options if c.lower().startswith(lowered)]
-
-    return complete

@@ -32,7 +32,7 @@ class Request:
 
     __slots__ = (
         "cancelled", "conn", "era", "id", "log_level", "meta", "method", "modern", "optin", "params",
-        "reply", "task", "version",
+        "principal", "reply", "task", "version",
     )
 
     def __init__(
@@ -57,6 +57,7 @@ class Request:
         self.reply = reply
         self.task: asyncio.Task[Any] | None = None
         self.cancelled = False
+        self.principal = conn.principal  # who sent it (HTTP with auth), for resourcekit.scopes
         meta = params.get("_meta")
         self.meta: dict[str, Any] = meta if type(meta) is dict else {}
         # the extensions this request's client opted into: the session's, or its own _meta's
@@ -92,10 +93,13 @@ class Request:
 
     def complete(self, ok: bool, value: Any) -> None:
         """Callback for worker threads: ``value`` is the result dict or the exception."""
-        if ok:
-            self.respond(value)
-        else:
+        if not ok:
             self.fail(value)
+        elif not self.cancelled:  # ``respond``, inlined: every sync read passes here
+            self.conn.inflight.pop(self.id, None)
+            if self.modern:
+                self.era.decorate(value, self.conn.server.server_info)
+            self.reply({"jsonrpc": "2.0", "id": self.id, "result": value})
 
     def cancel(self) -> None:
         self.cancelled = True

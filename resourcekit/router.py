@@ -29,6 +29,9 @@ _CACHE_SIZE = 4096
 _CACHE_URI_LENGTH = 256
 
 
+_NO_VALUES: dict[str, Any] = {}  # never changed: only a Context parameter is ever added to kwargs
+
+
 def _index_key(literal_prefix: str) -> str:
     cut = max(literal_prefix.rfind(c) for c in _CUTS)
     return literal_prefix[: cut + 1]
@@ -133,6 +136,8 @@ class Router:
             return None
         handler = self.exact.get(uri)
         if handler is not None:
+            if handler.sig.context_param is None:  # nobody adds to the values: share empty ones
+                return Match(handler, _NO_VALUES, _NO_VALUES)
             return Match(handler, {}, {})
         cache = self._cache
         hit = cache.get(uri)

@@ -5,7 +5,9 @@
 
 It speaks the real protocol (every message goes through JSON) without a
 subprocess, so tests stay fast.  Pass ``protocol_version="2026-07-28"`` to talk
-the stateless revision instead of the handshake.
+the stateless revision instead of the handshake.  Pass ``principal=Principal("alice",
+scopes=["notes:read"])`` to be that caller: resources whose scopes it lacks answer
+``InsufficientScope`` and are left out of lists, as over HTTP with OAuth.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from .app import App
 from .errors import MCPError
+from .scopes import Principal
 from .transports.memory import MemoryTransport
 from .versions import (
     LATEST_HANDSHAKE,
@@ -36,8 +39,10 @@ class Client:
         *,
         protocol_version: str = LATEST_HANDSHAKE,
         capabilities: dict[str, Any] | None = None,
+        principal: Principal | None = None,
     ) -> None:
         self.app = app
+        self.principal = principal
         self.protocol_version = protocol_version
         self.capabilities = capabilities or {}
         self.modern = protocol_version in MODERN_VERSIONS
@@ -47,6 +52,7 @@ class Client:
 
     async def __aenter__(self) -> Client:
         self._transport = MemoryTransport(self.app, self.notifications.put_nowait)
+        self._transport.conn.principal = self.principal  # scopes checked as over HTTP with auth
         if not self.modern:
             self.initialize_result = await self.request("initialize", {
                 "protocolVersion": self.protocol_version,

@@ -23,10 +23,11 @@ async def stdio_session(
     message_handler: Callable[[Any], Any] | None = None,
     cwd: str | Path | None = None,
     extra_env: dict[str, str] | None = None,
+    extra_args: list[str] | None = None,
 ) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "resourcekit", "run", str(target)],
+        args=["-m", "resourcekit", "run", str(target), *(extra_args or [])],
         env={"PYTHONPATH": env()["PYTHONPATH"], **(extra_env or {})},
         cwd=str(cwd or ROOT),
     )

@@ -28,12 +28,16 @@ def test_missing_file(tmp_path):
     assert result.stderr.strip().splitlines() == [f"resourcekit: error: no such file: {tmp_path / 'nope.py'}"]
 
 
-def test_import_error_is_one_line(tmp_path):
-    path = write(tmp_path, "broken.py", "import no_such_module_anywhere\n")
+def test_import_error_shows_where_and_the_apps_traceback(tmp_path):
+    path = write(tmp_path, "broken.py", "import os\n\nimport no_such_module_anywhere\n")
     result = run("run", str(path))
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "ModuleNotFoundError" in lines[0] and "broken.py" in lines[0]
+    assert lines[0] == (f"resourcekit: error: importing {path} failed at {path}:3: "
+                        "ModuleNotFoundError: No module named 'no_such_module_anywhere'")
+    assert lines[1:] == ["Traceback (most recent call last):", f'  File "{path}", line 3, in <module>',
+                         "    import no_such_module_anywhere",
+                         "ModuleNotFoundError: No module named 'no_such_module_anywhere'"]
 
 
 def test_no_app(tmp_path):

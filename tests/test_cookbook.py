@@ -187,6 +187,29 @@ async def test_filesystem_refuses_everything_outside_its_root(tree: Path):
         )
 
 
+async def test_filesystem_skips_version_control_and_virtual_environments(tree: Path):
+    (tree / ".git" / "objects").mkdir(parents=True)
+    (tree / ".git" / "config").write_text("[core]\n")
+    (tree / "myenv" / "lib").mkdir(parents=True)  # a virtual environment by its pyvenv.cfg, not its name
+    (tree / "myenv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (tree / "myenv" / "lib" / "site.py").write_text("x = 1\n")
+    (tree / ".venv").mkdir()
+    (tree / ".venv" / "x.txt").write_text("x\n")
+    base = tree.as_uri()
+    async with stdio_session(COOKBOOK / "filesystem.py", extra_env={"RESOURCEKIT_ROOT": str(tree)}) as session:
+        listed = by_uri(await all_resources(session))
+        assert f"{base}/docs/a.txt" in listed
+        assert not [uri for uri in listed if "/.git" in uri or "/myenv" in uri or "/.venv" in uri]
+        assert (await read_one(session, base)).text.split("\n") == [
+            "README", "alias/", "docs/", "logo.png", "raw", "with space.txt"]
+        await assert_not_found(session, f"{base}/.git/config", f"{base}/myenv/lib/site.py", f"{base}/myenv",
+                               f"{base}/.venv/x.txt")
+    async with stdio_session(COOKBOOK / "filesystem.py",
+                             extra_env={"RESOURCEKIT_ROOT": str(tree), "RESOURCEKIT_SKIP": "docs"}) as session:
+        assert (await read_one(session, f"{base}/.git/config")).text == "[core]\n"  # the default list replaced
+        await assert_not_found(session, f"{base}/docs/a.txt")
+
+
 async def test_filesystem_polls_changes_to_subscribers(tree: Path):
     base = tree.as_uri()
     updates = Updates()

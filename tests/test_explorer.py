@@ -130,7 +130,7 @@ def test_a_port_in_use_is_reported(url: str) -> None:
     done = subprocess.run(command("dev", str(APP), "--no-open", "--port", port), env=env(),
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
-    assert f"port {port} is in use" in done.stderr
+    assert f"port {port} on 127.0.0.1 is already in use" in done.stderr
 
 
 def test_the_browser_is_opened_once_serving(tmp_path: Path) -> None:

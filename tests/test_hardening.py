@@ -428,3 +428,31 @@ async def test_concurrent_subscribes_stay_under_the_cap() -> None:
         assert len(accepted) == 5 == len(server.subscriptions.of(conn))
     finally:
         server.close()
+
+
+async def test_a_job_stuck_behind_busy_workers_gets_a_thread_but_a_moving_queue_does_not() -> None:
+    from resourcekit._runner import ThreadRunner
+
+    runner = ThreadRunner(asyncio.get_running_loop(), max_workers=4)
+    release = threading.Event()
+    try:
+        runner.submit(lambda: release.wait(5), lambda ok, v: None)  # the only thread, stuck
+        for _ in range(200):
+            if not runner._waiting and runner._taken == 1:
+                break
+            await asyncio.sleep(0.005)
+        runner._jobs.put((lambda: "late", lambda ok, v: None))  # queued as if a worker looked idle
+        runner._submitted += 1
+        runner._watching = True
+        runner._unstall(runner._submitted, runner._taken + 1)  # the queue moved meanwhile: look again
+        assert len(runner._threads) == 1 and runner._watching
+        runner._unstall(runner._submitted, runner._taken)  # nothing moved, nobody idle: a new thread
+        assert len(runner._threads) == 2
+        for _ in range(200):
+            if runner._taken == 2:
+                break
+            await asyncio.sleep(0.005)
+        assert runner._taken == 2
+    finally:
+        release.set()
+        runner.close()

@@ -1,13 +1,13 @@
-"""The practical limit: a bare asyncio stdio loop with orjson, no framework.
+"""The limit over stdio: what one Python process can do with orjson and nothing else.
 
-Parse each line, dispatch from a dict, hash the content with blake2b (the version a
-framework would compute), one asyncio task per request, writes coalesced per loop turn.
+Blocking reads of stdin in 64 KiB blocks, lines split by hand, ``orjson.loads``, an
+if-chain dispatch, the reply dict built by hand, and every batch of replies (all the
+complete lines of one block) written with one ``os.write``.  No asyncio, no task per
+request, no hashing: a framework cannot do less and still answer.
 Run: python benchmarks/servers/raw_loop.py   (BENCH_WORKLOAD selects the resources)
 """
 
-import asyncio
-import hashlib
-import sys
+import os
 
 import _content as c
 import orjson
@@ -26,7 +26,6 @@ for _i in range(c.list_size()):
     STATIC[c.static_uri(_i)] = lambda i=_i: c.static_text(i)
 LISTING = [{"uri": u, "name": u.rpartition("/")[2], "mimeType": "text/plain"} for u in STATIC]
 PAGE = 1000
-out, flush_pending = [], False
 
 
 def lookup(uri):
@@ -40,68 +39,48 @@ def lookup(uri):
     return None
 
 
-def initialize(p):
-    return {"protocolVersion": p.get("protocolVersion", "2025-11-25"), "capabilities": {"resources": {}},
-            "serverInfo": {"name": "raw", "version": "0"}}
+def answer(msg):
+    method, params = msg["method"], msg.get("params") or {}
+    if method == "resources/read":
+        text = lookup(params["uri"])
+        if text is None:
+            return {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32002, "message": "Resource not found"}}
+        result = {"contents": [{"uri": params["uri"], "mimeType": "text/plain", "text": text}]}
+    elif method == "resources/list":
+        start = int(params.get("cursor") or 0)
+        result = {"resources": LISTING[start:start + PAGE]}
+        if start + PAGE < len(LISTING):
+            result["nextCursor"] = str(start + PAGE)
+    elif method == "initialize":
+        result = {"protocolVersion": params.get("protocolVersion", "2025-11-25"),
+                  "capabilities": {"resources": {}}, "serverInfo": {"name": "raw", "version": "0"}}
+    elif method == "ping":
+        result = {}
+    else:
+        return {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "Method not found"}}
+    return {"jsonrpc": "2.0", "id": msg["id"], "result": result}
 
 
-def read(p):
-    text = lookup(p["uri"])
-    if text is None:
-        raise KeyError(p["uri"])
-    version = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
-    return {"contents": [{"uri": p["uri"], "mimeType": "text/plain", "text": text}], "_meta": {"version": version}}
+def write_all(data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(1, view):]
 
 
-def list_(p):
-    start = int(p.get("cursor") or 0)
-    result = {"resources": LISTING[start:start + PAGE]}
-    if start + PAGE < len(LISTING):
-        result["nextCursor"] = str(start + PAGE)
-    return result
+def main():
+    dumps, loads, newline = orjson.dumps, orjson.loads, orjson.OPT_APPEND_NEWLINE
+    rest = b""
+    while block := os.read(0, 65536):
+        lines = (rest + block).split(b"\n") if rest else block.split(b"\n")
+        rest = lines.pop()
+        out = []
+        for line in lines:
+            if line:
+                msg = loads(line)
+                if "id" in msg and "method" in msg:
+                    out.append(dumps(answer(msg), option=newline))
+        if out:
+            write_all(b"".join(out) if len(out) > 1 else out[0])
 
 
-METHODS = {"initialize": initialize, "resources/read": read, "resources/list": list_, "ping": lambda p: {}}
-
-
-def flush():
-    global flush_pending
-    flush_pending = False
-    if out:
-        writer.write(b"".join(out))
-        out.clear()
-
-
-async def handle(msg):
-    global flush_pending
-    try:
-        reply = {"jsonrpc": "2.0", "id": msg["id"], "result": METHODS[msg["method"]](msg.get("params") or {})}
-    except Exception as exc:
-        reply = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32602, "message": repr(exc)}}
-    data = orjson.dumps(reply, option=orjson.OPT_APPEND_NEWLINE)
-    if len(data) > 65536:  # a big reply goes straight out: joining it with others only copies it
-        flush()  # keep replies in order
-        writer.write(data)
-        return
-    out.append(data)
-    if not flush_pending:
-        flush_pending = True
-        asyncio.get_running_loop().call_soon(flush)
-
-
-async def main():
-    global writer
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=1 << 26)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    writer, _ = await loop.connect_write_pipe(asyncio.Protocol, sys.stdout)
-    tasks = set()
-    while line := await reader.readline():
-        msg = orjson.loads(line)
-        if "id" in msg and "method" in msg:
-            t = loop.create_task(handle(msg))
-            tasks.add(t)
-            t.add_done_callback(tasks.discard)
-
-
-asyncio.run(main())
+main()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import os
 import socket
 import sys
@@ -22,7 +21,7 @@ RELOAD_FACTORY = "resourcekit.explorer.serve:reload_factory"  # each reloaded pr
 
 def run_dev(target: str, *, port: int = DEFAULT_PORT, open_browser: bool = True, reload: bool = False) -> None:
     """Serve ``FILE[:ATTR]`` at ``/mcp`` and the explorer at ``/`` until interrupted."""
-    _check_port(port)
+    http.check_port(HOST, port)  # before anything is printed, served or opened
     url = f"http://{HOST}:{port}/"
     if reload:
         directory = os.path.dirname(os.path.abspath(_loader.split_target(target)[0]))
@@ -40,17 +39,6 @@ def run_dev(target: str, *, port: int = DEFAULT_PORT, open_browser: bool = True,
 def reload_factory() -> Explorer:
     """The explorer around the app that uvicorn's reloader builds in each fresh process."""
     return Explorer(_loader.reload_factory())
-
-
-def _check_port(port: int) -> None:
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no conflict
-        try:
-            sock.bind((HOST, port))
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                raise _loader.CLIError(f"port {port} is in use: choose another with --port") from None
-            raise _loader.CLIError(f"cannot listen on {HOST}:{port}: {exc.strerror}") from None
 
 
 def _open_when_up(url: str, port: int, wanted: bool) -> None:

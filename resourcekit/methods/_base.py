@@ -60,7 +60,7 @@ def cache_hints(req: Request, result: dict[str, Any], handler: Handler | None = 
         ttl = handler.ttl_ms if handler is not None and handler.ttl_ms is not None else app.ttl_ms
         scope = handler.cache_scope if handler is not None and handler.cache_scope else app.cache_scope
         result["ttlMs"] = ttl
-        result["cacheScope"] = scope
+        result["cacheScope"] = scope if req.principal is None else "private"  # an answer for this token
     return result
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidParams
+from ..scopes import may_read
 from ._base import Method
 
 if TYPE_CHECKING:
@@ -32,6 +33,8 @@ async def complete(req: Request) -> dict[str, Any]:
         uri = ref.get("uri")
         router = req.conn.app.router
         handler = router.templates.get(uri) if isinstance(uri, str) else None
+        if handler is not None and not may_read(req.principal, req.conn.app, handler):
+            handler = None  # suggestions would show what the token may not read
         completer = handler.completers.get(name) if handler is not None else None
         if completer is not None:
             values = await _call_completer(req, completer, value, resolved)

@@ -19,9 +19,12 @@ __all__ = ["HANDSHAKE", "NOTIFICATIONS", "SKILLS_EXTENSION", "STATELESS", "capab
 SKILLS_EXTENSION = "io.modelcontextprotocol/skills"  # SEP-2640
 
 
-def capabilities(version: str, skills: bool = False) -> dict[str, Any]:
-    """What this server declares to a client speaking ``version`` (``skills``: the app serves skills)."""
+def capabilities(version: str, skills: bool = False, tools: bool = False) -> dict[str, Any]:
+    """What this server declares to a client speaking ``version`` (``skills``: the app serves skills;
+    ``tools``: its resources as tools too)."""
     caps: dict[str, Any] = {"resources": {"subscribe": True, "listChanged": True}}
+    if tools:
+        caps["tools"] = {}
     if version != "2024-11-05":
         caps["completions"] = {}
     if version in HANDSHAKE_VERSIONS:
@@ -47,7 +50,7 @@ def initialize(req: Request) -> dict[str, Any]:
     server = conn.server
     result: dict[str, Any] = {
         "protocolVersion": version,
-        "capabilities": capabilities(version, conn.app.skills is not None),
+        "capabilities": capabilities(version, conn.app.skills is not None, conn.app.resource_tools),
         "serverInfo": server.server_info,
     }
     if conn.app.instructions:
@@ -71,7 +74,8 @@ def discover(req: Request) -> dict[str, Any]:
     server = req.conn.server
     result: dict[str, Any] = {
         "supportedVersions": list(MODERN_VERSIONS),
-        "capabilities": capabilities(req.version or MODERN_VERSIONS[-1], server.app.skills is not None),
+        "capabilities": capabilities(req.version or MODERN_VERSIONS[-1], server.app.skills is not None,
+                                     server.app.resource_tools),
     }
     if server.app.instructions:
         result["instructions"] = server.app.instructions

@@ -24,6 +24,7 @@ from ..handler import Handler, iter_lister_page
 from ..limits import put_bounded
 from ..optin import OptIn
 from ..pagination import decode_cursor, encode_cursor
+from ..scopes import check_read, may_read
 from ..versions import META_VERSION
 from ._base import Method, cache_hints, in_worker, keyset_after, uri_param
 from .children import children_from, listable
@@ -42,7 +43,7 @@ from .wire import (
 if TYPE_CHECKING:
     from ..protocol import Request
 
-__all__ = ["METHODS", "children_page", "filter_for"]
+__all__ = ["METHODS", "children_page", "filter_for", "resources_page"]
 
 log = logging.getLogger("resourcekit")
 
@@ -59,25 +60,38 @@ Filter = Callable[[dict[str, Any], Handler], bool]
 def list_resources(req: Request) -> Any:
     if "uri" in req.params:  # SEP-2093: the children of a listable resource
         return _in_worker(req, _children_page)
+    readable = None if req.principal is None else _readable(req)  # only what the token may read
     if "filter" in req.params:  # seed 000
         keep = filter_for(req.params["filter"])  # a bad filter is answered at once
-        return _in_worker(req, lambda r: _resources_page(r, lambda wire, handler: keep(wire, handler.kind)))
+        return _in_worker(req, lambda r: _resources_page(r, lambda wire, handler: keep(wire, handler.kind)
+                                                         and (readable is None or readable(wire, handler))))
     if req.conn.app.listed_templates:  # listers may do I/O (a database, a directory)
-        return _in_worker(req, _resources_page)
-    return cache_hints(req, _resources_page(req))
+        return _in_worker(req, lambda r: _resources_page(r, readable))
+    return cache_hints(req, _resources_page(req, readable))
+
+
+def _readable(req: Request) -> Filter:
+    principal, app = req.principal, req.conn.app
+    return lambda wire, handler: may_read(principal, app, handler)
 
 
 def _in_worker(req: Request, page: Callable[[Request], dict[str, Any]]) -> Any:
     return in_worker(req, lambda: cache_hints(req, page(req)))
 
 
-def _resources_page(req: Request, keep: Filter | None = None) -> dict[str, Any]:
+def resources_page(req: Request, cursor: Any) -> dict[str, Any]:
+    """One page of the plain list from ``cursor`` (the ``list_resources`` tool's walk)."""
+    return _resources_page(req, None if req.principal is None else _readable(req), cursor)
+
+
+def _resources_page(req: Request, keep: Filter | None = None, cursor: Any = None) -> dict[str, Any]:
     app = req.conn.app
     limit = app.page_size
     tracker = app.tracker
     versions = tracker.versions
     kind, numbers = ("r", [0])
-    cursor = req.params.get("cursor")
+    if cursor is None:
+        cursor = req.params.get("cursor")
     if cursor is not None:
         kind, numbers = decode_cursor(cursor, ("r", "l"))
     out: list[dict[str, Any]] = []
@@ -239,6 +253,7 @@ def children_page(req: Request, uri: str, keep: Keep | None = None) -> dict[str,
     if match is None:
         raise ResourceNotFound(uri)
     handler = match.handler
+    check_read(req.principal, conn.app, handler, uri)
     if handler.children is None:
         raise _not_listable(uri)
     limit = conn.app.page_size
@@ -254,6 +269,8 @@ def children_page(req: Request, uri: str, keep: Keep | None = None) -> dict[str,
             result["nextCursor"] = encode_cursor("c", position, _cursor_tag(uri))
             break
         wire, kind = _child_wire(req, item, opt, keep is not None)
+        if req.principal is not None and not _child_readable(req, wire["uri"]):
+            continue
         if keep is None or keep(wire, kind):
             out.append(wire)
     return result
@@ -293,6 +310,12 @@ def _child_wire(req: Request, item: Any, opt: OptIn, filtering: bool) -> tuple[d
     return wire, kind
 
 
+def _child_readable(req: Request, uri: str) -> bool:
+    """A child some declaration serves is shown when the principal may read it."""
+    match = req.conn.app.router.match(uri)
+    return match is None or may_read(req.principal, req.conn.app, match.handler)
+
+
 # --- resources/templates/list -----------------------------------------------------------------
 
 
@@ -301,7 +324,10 @@ def list_templates(req: Request) -> dict[str, Any]:
     page, more = app.templates.page(keyset_after(req, "t"), app.page_size)
     out = []
     opt = req.optin
+    principal = req.principal
     for _, handler in page:
+        if principal is not None and not may_read(principal, app, handler):
+            continue
         wire = dict(handler.wire)
         meta = dict(handler.meta) if handler.meta else {}
         meta.setdefault(META_VARIABLES, variables_meta(handler))  # what a form needs to ask for each variable

@@ -22,17 +22,19 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..contents import combined_version, to_contents
+from ..contents import TEXT_MIME, combined_version, text_version, to_contents
 from ..context import Context
 from ..errors import InvalidParams, NotModified, ResourceNotFound
 from ..limits import put_bounded
 from ..optin import FIELDS, SEP_2093
+from ..scopes import check_read
 from ..versions import META_VERSION
 from ._base import PENDING, Method, cache_hints, in_worker, uri_param
 from .children import listable
 from .wire import capabilities, fresh_resource, last_segment, seed_fields
 
 if TYPE_CHECKING:
+    from .._runner import Callback
     from ..handler import Handler
     from ..protocol import Request
 
@@ -49,12 +51,17 @@ _OWN_FIELDS = tuple(f for f in FIELDS[SEP_2093]["content"] if f not in ("capabil
 # --- the core of every read -------------------------------------------------------------------
 
 
-def serve(req: Request, uri: str, build: Build) -> Any:
-    """Call the handler of ``uri`` and answer ``build(req, handler, uri, value)``."""
+def serve(req: Request, uri: str, build: Build, done: Callback | None = None) -> Any:
+    """Call the handler of ``uri`` and answer ``build(req, handler, uri, value)``.
+
+    A sync handler's outcome goes to ``done(ok, result_or_exception)`` (default: the request's answer).
+    """
     match = req.conn.app.router.match(uri)
     if match is None:
         raise ResourceNotFound(uri)
     handler = match.handler
+    if req.principal is not None:  # HTTP with auth: the token must carry the resource's scopes
+        check_read(req.principal, req.conn.app, handler, uri)
     kwargs = match.kwargs
     if handler.sig.context_param is not None:
         kwargs[handler.sig.context_param] = _context(req, uri, match.raw)
@@ -71,7 +78,7 @@ def serve(req: Request, uri: str, build: Build) -> Any:
             req.conn.app.router.forget(uri)  # no cache slot for what is not there
             raise
 
-    req.conn.server.runner.submit(job, req.complete)
+    req.conn.server.runner.submit(job, done or req.complete)
     return PENDING
 
 
@@ -97,7 +104,7 @@ def _context(req: Request, uri: str, raw: dict[str, Any]) -> Context:
 
     return Context(
         conn.app, uri, params=raw, request_id=req.id, protocol_version=req.version,
-        meta=req.meta, log_level=req.log_level, emit=emit,
+        meta=req.meta, log_level=req.log_level, emit=emit, principal=req.principal,
     )
 
 
@@ -111,6 +118,7 @@ def _serve_listable(req: Request, uri: str, build: BuildListable, *, need_listab
     if match is None:
         raise ResourceNotFound(uri)
     handler = match.handler
+    check_read(req.principal, req.conn.app, handler, uri)  # before children= runs
     if not need_listable or handler.children is None:
         return serve(req, uri, lambda r, h, u, v: build(r, h, u, v, False))
 
@@ -134,8 +142,14 @@ def read(req: Request) -> Any:
 
 
 def read_result(req: Request, handler: Handler, uri: str, value: Any) -> dict[str, Any]:
-    contents = to_contents(uri, value, handler.mime_type)
-    version = combined_version(contents)
+    if type(value) is str:  # the most common read, without Content records (to_wire's shape)
+        mime = handler.mime_type or TEXT_MIME
+        version = text_version(value, mime)
+        wire = [{"uri": uri, "mimeType": mime, "text": value, "_meta": {META_VERSION: version}}]
+    else:
+        contents = to_contents(uri, value, handler.mime_type)
+        version = combined_version(contents)
+        wire = [c.to_wire(META_VERSION) for c in contents]
     conn = req.conn
     conn.app.tracker.observe(uri, version)
     if not conn.stateless:  # where a subscription would start; put_bounded, inlined (hot path)
@@ -143,7 +157,7 @@ def read_result(req: Request, handler: Handler, uri: str, value: Any) -> dict[st
         if len(seen) >= conn.seen_max and uri not in seen:
             seen.clear()
         seen[uri] = version
-    result = {"contents": [c.to_wire(META_VERSION) for c in contents]}
+    result = {"contents": wire}
     return cache_hints(req, result, handler) if req.modern else result
 
 
@@ -199,6 +213,7 @@ def metadata(req: Request) -> Any:
     if match is None:
         raise ResourceNotFound(uri)
     handler = match.handler
+    check_read(req.principal, req.conn.app, handler, uri)
     seed = req.optin.resources_get
     tracker = req.conn.app.tracker
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidParams, ResourceNotFound
 from ..pagination import decode_cursor, encode_cursor
+from ..scopes import check_read, may_read
 from ._base import Method, cache_hints, in_worker, keyset_after, uri_param
 from .listing import children_page
 from .wire import resource_decorator, resource_wire
@@ -36,10 +37,18 @@ def list_skills(req: Request) -> dict[str, Any]:
         page, more = catalog.index.page(after, app.page_size)
         entries = catalog.entries
         # an entry is one item: a skill's resources are never split across pages
-        result["skills"] = [entries[uri] for _, uri in page if uri in entries]
+        result["skills"] = [entries[uri] for _, uri in page if uri in entries and _shown(req, uri)]
         if more:
             result["nextCursor"] = encode_cursor("s", page[-1][0])
     return cache_hints(req, result)
+
+
+def _shown(req: Request, uri: str) -> bool:
+    """A skill is listed when the principal may read its SKILL.md."""
+    if req.principal is None:
+        return True
+    handler = req.conn.app.router.exact.get(uri)
+    return handler is None or may_read(req.principal, req.conn.app, handler)
 
 
 def get_skill(req: Request) -> dict[str, Any]:
@@ -48,6 +57,9 @@ def get_skill(req: Request) -> dict[str, Any]:
     entry = catalog.entries.get(uri) if catalog is not None else None
     if entry is None:
         raise InvalidParams(f"Invalid params: {uri} is not a skill served here", {"uri": uri})
+    handler = req.conn.app.router.exact.get(uri)
+    if handler is not None:
+        check_read(req.principal, req.conn.app, handler, uri)
     return cache_hints(req, {"skill": entry})  # as resources/read results carry them
 
 
@@ -85,6 +97,8 @@ def _skill_directory_page(req: Request, uri: str, children: tuple[tuple[str, str
     out: list[dict[str, Any]] = []
     for name, child, is_dir in children[offset:end]:
         handler = exact.get(child) if not is_dir else None
+        if handler is not None and not may_read(req.principal, app, handler):
+            continue
         if handler is not None:
             out.append(resource_wire(handler, versions, decorate=decorate))
         elif is_dir:

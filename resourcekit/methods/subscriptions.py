@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import InvalidParams, LimitExceeded, ResourceNotFound
 from ..optin import RESOURCES_GET, wants
+from ..scopes import check_read
 from ..versions import META_SUBSCRIPTION_ID
 from ._base import PENDING, Method, check_uri, str_param
 from .wire import fresh_resource, seed_fields
@@ -125,10 +126,12 @@ class Subscriptions:
         limit = self.server.app.limits.max_listen_uris
         if len(uris) > limit:
             raise LimitExceeded("max_listen_uris", limit, f"Invalid params: more than {limit} resourceSubscriptions")
-        router = self.server.app.router
+        app = self.server.app
         for uri in uris:
-            if router.match(check_uri(req, uri)) is None:
+            match = app.router.match(check_uri(req, uri))
+            if match is None:
                 raise ResourceNotFound(uri)
+            check_read(req.principal, app, match.handler, uri)
         list_changed = wanted.get("resourcesListChanged") is True
         subscription_id = req.id
         versions, _ = await self.starting_versions(None, uris)
@@ -260,8 +263,10 @@ async def subscribe(req: Request) -> dict[str, Any]:
     app = conn.app
     uris = _uris(req)
     for uri in uris:
-        if app.router.match(uri) is None:
+        match = app.router.match(uri)
+        if match is None:
             raise ResourceNotFound(uri)
+        check_read(req.principal, app, match.handler, uri)  # hearing of changes is reading
     subscriptions = conn.server.subscriptions
     limit = app.limits.max_subscriptions
     shared = conn.shared

@@ -14,6 +14,7 @@ import os
 import signal
 import stat
 import sys
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -41,7 +42,7 @@ class _Writer:
         self._loop = asyncio.get_running_loop()
 
     def send(self, message: Any) -> None:
-        self._buffer.append(orjson.dumps(message) + b"\n")
+        self._buffer.append(orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE))
         if not self._scheduled:
             self._scheduled = True
             self._loop.call_soon(self.flush)
@@ -136,11 +137,17 @@ class _Reader(asyncio.Protocol):
                 self._pending.clear()
                 self._line(line)
             start = end + 1
+        find, feed, limit = data.find, self._conn.feed, self._limit
         while True:
-            end = data.find(b"\n", start)
+            end = find(b"\n", start)
             if end < 0:
                 break
-            self._line(data[start:end])
+            if end - start > limit:
+                self._too_large()
+            elif end > start:
+                line = data[start:end]
+                if line[0] == 123 or not line.isspace():  # "{" first: no need to look for blank lines
+                    feed(line)
             start = end + 1
         if start < len(data):
             if len(data) - start > self._limit:
@@ -258,10 +265,25 @@ def _take_stdout() -> int:
     return protocol_fd
 
 
-def run_stdio(app: Registry) -> None:
+def run_stdio(app: Registry, target: str | None = None) -> None:
     configure_logging()
+    if sys.stdin.isatty():  # started by hand: say why nothing happens, and what to try
+        shown = target or (sys.argv[0] if sys.argv[0].endswith(".py") else "FILE")
+        print(f"resourcekit: serving {app.name!r} over stdio: waiting for an MCP client on stdin "
+              f"(Ctrl-C to stop). To try it by hand: resourcekit dev {shown}", file=sys.stderr)
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve_stdio(app))
+        run_loop(serve_stdio(app))
+
+
+def run_loop(main: Coroutine[Any, Any, None]) -> None:
+    """Run ``main`` on uvloop when it is installed (the ``http`` extra brings it; its loop costs
+    a sixth less CPU per request than asyncio's), else on asyncio's own loop."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+    else:
+        uvloop.run(main)
 
 
 def configure_logging() -> None:

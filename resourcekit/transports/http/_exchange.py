@@ -14,7 +14,7 @@ import logging
 from typing import Any
 
 from ...protocol import Connection
-from ._headers import Headers, HTTPError, Receive, Send, respond, respond_json, status_of
+from ._headers import Headers, HTTPError, Receive, Send, forbidden_headers, respond, respond_json, status_of
 from ._sessions import Session
 from ._sse import CANCELLED, ENDED, PRIMING_VERSION, Inbox, OpenStreams, Stream, plain_event, sse_headers, write
 
@@ -33,15 +33,18 @@ async def exchange(
     session: Session | None = None,
     issue_session: bool = False,
     bound: int = 0,
+    principal: Any = None,
 ) -> None:
     """Hand one POST body to the core and send back what it answers.
 
     ``watch``: a disconnect cancels the request (2026-07-28); in the handshake era it
     does not (the client cancels with notifications/cancelled), so nobody listens.
+    ``principal``: who sent it (the ``auth`` hook's answer), for the scope checks.
     ``bound``: a long-lived stream (``subscriptions/listen``) queues at most that many
     notifications for a client that does not read them; past it the stream is closed.
     """
     inbox = Inbox(bound)
+    conn.principal = principal  # the requests made here copy it (the core is synchronous up to them)
     conn.receive(message, inbox.put)
     ids = _request_ids(message)
     if not inbox.items and not any(rid in conn.inflight for rid in ids):
@@ -68,6 +71,8 @@ async def exchange(
         if issue_session and session is not None and conn.protocol_version is not None:
             extra.append((b"mcp-session-id", session.id.encode()))
         status = status_of(first, conn) if _is_final(first) else 0
+        if status == 403:
+            extra.extend(forbidden_headers(first, principal))
         if status and (json_ok or status != 200):  # an HTTP-level error is JSON whatever Accept says
             await respond_json(send, status, first, extra)
         else:  # notifications come first (or the client takes nothing but SSE)

@@ -10,13 +10,17 @@ from __future__ import annotations
 import functools
 import inspect
 import ipaddress
-from collections.abc import Callable
+import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 from ._headers import Headers, HTTPError, RequestHeaders, Scope, Send
 
+log = logging.getLogger("resourcekit")
+
 AuthHook = Callable[[dict[str, str]], Any]
+Authorize = Callable[[RequestHeaders, Scope], Awaitable[Any]]
 
 
 def check_host_and_origin(
@@ -61,6 +65,29 @@ async def authorize(auth: AuthHook, headers: RequestHeaders) -> Any:
     return None if outcome is None or outcome is True else outcome
 
 
+def gate(auth: Any, app: Any) -> Authorize | None:
+    """How a request proves who sends it: an ``OAuthResourceServer`` (``resourcekit.auth``) checks
+    the bearer token, a plain hook gets the headers; None: nobody asks."""
+    if auth is None:
+        if getattr(app, "declared_scopes", None):
+            log.warning("%r declares scopes but is served over HTTP without auth=: anyone may read everything "
+                        "(see docs/authorization.md)", app)
+        return None
+    authenticate = getattr(auth, "authenticate", None)
+    if authenticate is not None:
+        bind = getattr(auth, "bind", None)
+        if bind is not None:  # the 401 names the scopes this app's resources need by default
+            bind(app)
+        return lambda headers, scope: authenticate(headers, scope.get("query_string", b""))
+    return lambda headers, scope: authorize(auth, headers)
+
+
+def well_known(auth: Any, path: str, app: Any) -> bytes | None:
+    """The Protected Resource Metadata document, if ``path`` is where ``auth`` publishes it."""
+    paths = getattr(auth, "metadata_paths", None)
+    return auth.metadata(app) if paths is not None and path in paths else None
+
+
 @functools.lru_cache(maxsize=256)
 def bare_host(netloc: str) -> str:
     """``Host``/netloc → lower-case host without port, brackets or trailing dot."""
@@ -96,7 +123,7 @@ def preflight_headers(headers: RequestHeaders) -> Headers:
 def with_cors(send: Send, origin: str) -> Send:
     """Let a browser page at an allowed origin read the response (and the session id)."""
     cors = [(b"access-control-allow-origin", origin.encode("latin-1")),
-            (b"access-control-expose-headers", b"mcp-session-id, mcp-protocol-version"),
+            (b"access-control-expose-headers", b"mcp-session-id, mcp-protocol-version, www-authenticate"),
             (b"vary", b"origin")]
 
     async def send_with_cors(message: dict[str, Any]) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from ...errors import HeaderMismatch, InvalidParams, InvalidRequest, MCPError
+from ...errors import HeaderMismatch, InsufficientScope, InvalidParams, InvalidRequest, MCPError
 from ...protocol import Connection, error_response
 from ...versions import META_PROTOCOL_VERSION, MODERN_VERSIONS
 
@@ -29,6 +29,7 @@ VERSION_HEADER = b"mcp-protocol-version"
 ALLOW = [(b"allow", b"GET, POST, DELETE, OPTIONS")]
 JSON = b"application/json"
 # JSON-RPC errors about the HTTP request itself rather than the resource asked for
+_NAMED = {"resources/read": "uri", "tools/call": "name"}  # methods whose Mcp-Name mirrors a param
 _BAD_REQUEST_CODES = frozenset({-32700, -32600, -32020, -32021, -32022})
 
 
@@ -123,15 +124,16 @@ def check_modern_headers(message: Any, headers: RequestHeaders) -> None:
     if header_method != method:
         raise HeaderMismatch("Header mismatch: Mcp-Method differs from the body's method",
                              {"header": "Mcp-Method", "expected": method, "actual": header_method})
-    if method == "resources/read" and "id" in message:
+    source = _NAMED.get(method) if type(method) is str and "id" in message else None
+    if source is not None:
         name = headers.opt(b"mcp-name")
         if name is None:
             raise HeaderMismatch("Header mismatch: Mcp-Name header is required", {"header": "Mcp-Name"})
-        uri = params.get("uri") if type(params) is dict else None
+        value = params.get(source) if type(params) is dict else None
         decoded = decode_header(name)
-        if decoded != uri:
-            raise HeaderMismatch("Header mismatch: Mcp-Name differs from params.uri",
-                                 {"header": "Mcp-Name", "expected": uri, "actual": name})
+        if decoded != value:
+            raise HeaderMismatch(f"Header mismatch: Mcp-Name differs from params.{source}",
+                                 {"header": "Mcp-Name", "expected": value, "actual": name})
 
 
 def is_digits(text: str) -> bool:
@@ -158,12 +160,27 @@ def status_of(message: Any, conn: Connection) -> int:
         code = error.get("code")
         if code == -32601 and conn.stateless:
             return 404
+        if code == InsufficientScope.code:
+            return 403  # step-up: forbidden_headers tell the client what to ask for
         if code in _BAD_REQUEST_CODES:
             return 400
         data = error.get("data")
         if conn.stateless and code == -32602 and type(data) is dict and "missing" in data:
             return 400  # a required _meta field is missing
     return 200
+
+
+def forbidden_headers(message: dict[str, Any], principal: Any) -> Headers:
+    """RFC 6750's challenge for a 403 ``InsufficientScope``: the scopes the request needs (with
+    those the server asks of every request) and, under OAuth, where its metadata is."""
+    data = message["error"].get("data") or {}
+    scopes = set(data.get("scopes", ()))
+    challenge = getattr(principal, "challenge", None)
+    if callable(challenge):
+        value: str = challenge(scopes)
+    else:
+        value = f'Bearer error="insufficient_scope", scope="{" ".join(sorted(scopes))}"'
+    return [(b"www-authenticate", value.encode("latin-1"))]
 
 
 def error_body(status: int, message: str) -> bytes:

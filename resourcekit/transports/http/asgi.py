@@ -1,9 +1,7 @@
 """``ASGIApp``: the MCP endpoint as a plain ASGI application.
 
-Routes each request through the gate, then POST to the exchange (statelessly for
-2026-07-28, else within a session), GET to a session's event stream, DELETE to the end
-of a session; and starts and stops the protocol core with the ASGI lifespan.
-"""
+Routes each request through the gate, then POST to the exchange (statelessly for 2026-07-28,
+else within a session), GET to a session's event stream, DELETE to the end of a session."""
 
 from __future__ import annotations
 
@@ -21,7 +19,7 @@ from ...errors import InvalidRequest, MCPError, ParseError
 from ...protocol import Server, error_response
 from ...versions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION, MODERN_VERSIONS
 from ._exchange import exchange
-from ._gate import AuthHook, authorize, bare_host, check_host_and_origin, preflight_headers, with_cors
+from ._gate import AuthHook, bare_host, check_host_and_origin, gate, preflight_headers, well_known, with_cors
 from ._headers import (
     ALLOW,
     SESSION_HEADER,
@@ -59,10 +57,10 @@ class ASGIApp:
     ``allowed_hosts``: ``Host`` names allowed; by default, when the server is bound to a
     loopback address, only loopback names (DNS-rebinding protection). Set it when serving
     on a public interface.
-    ``auth``: ``auth(headers)`` (sync or async; header names lower-cased) returns to allow,
-    or raises ``HTTPError(401 or 403, message)`` to refuse. What it returns, unless
-    ``None`` or ``True``, is the principal: a session belongs to the principal that
-    created it, and is "not found" (404) for any other.
+    ``auth``: ``resourcekit.auth.OAuthResourceServer`` (docs/authorization.md), or a hook
+    ``auth(headers)`` (sync or async) that returns the principal (None or True: anyone) or
+    raises ``HTTPError(401 or 403, message)``. A session is "not found" (404) for any
+    principal but the one that created it.
 
     The limits come from ``app.limits`` (``resourcekit.Limits``: ``max_sessions``,
     ``session_idle_timeout``, ``max_replay_bytes``, ``max_stream_lifetime``,
@@ -76,10 +74,9 @@ class ASGIApp:
     ``GET /healthz`` answers 200 while serving; ``GET /readyz`` 503 until started, once
     closing, and while the configured Redis is unreachable.
 
-    Under a plain ASGI server the ``lifespan`` protocol starts and stops it. Mounted in
-    another app that does not forward lifespan events (Starlette's ``Mount``), it starts
-    on the first request; use ``lifespan`` as (or inside) the host app's lifespan to end
-    sessions and streams cleanly at shutdown.
+    Under a plain ASGI server the ``lifespan`` protocol starts and stops it. Mounted where
+    lifespan events are not forwarded (Starlette's ``Mount``), it starts on the first request;
+    use ``lifespan`` as the host app's lifespan to end sessions and streams cleanly.
     """
 
     def __init__(
@@ -94,7 +91,7 @@ class ASGIApp:
         max_streams: int = 1000,
         keepalive: float = 15.0,
         replay: int = 256,
-        auth: AuthHook | None = None,
+        auth: AuthHook | Any = None,
         redis: str | None = None,
         redis_prefix: str = "resourcekit:",
     ) -> None:
@@ -102,7 +99,7 @@ class ASGIApp:
         self.path = path.rstrip("/") or "/"
         self.allowed_origins = frozenset(o.rstrip("/").lower() for o in allowed_origins)
         self.allowed_hosts = None if allowed_hosts is None else frozenset(bare_host(h) for h in allowed_hosts)
-        self.auth = auth
+        self.auth, self._authorize = auth, gate(auth, app)
         self.limits = limits = app.limits.replace(session_idle_timeout=session_idle_timeout,
                                                   max_sessions=max_sessions)
         table = SessionLimits(limits.session_idle_timeout, limits.max_sessions, limits.max_replay_bytes, replay,
@@ -221,7 +218,9 @@ class ASGIApp:
             await respond(send, 200 if ok else 503, b"ok\n" if ok else b"not ready\n", content_type=b"text/plain")
             return
         if (path.rstrip("/") or "/") != self.path:
-            await respond(send, 404, b"Not Found", content_type=b"text/plain")
+            document = well_known(self.auth, path, self.app)  # RFC 9728 metadata: public, for any page
+            await (respond(send, 404, b"Not Found", content_type=b"text/plain") if document is None
+                   else respond(send, 200, document, [(b"access-control-allow-origin", b"*")]))
             return
         headers = RequestHeaders(scope.get("headers", ()))
         origin = check_host_and_origin(scope, headers, self.allowed_hosts, self.allowed_origins)
@@ -233,7 +232,7 @@ class ASGIApp:
             return
         if self.closed:
             raise HTTPError(503, "Server is shutting down", [(b"retry-after", b"5")])
-        principal = None if self.auth is None else await authorize(self.auth, headers)
+        principal = None if self._authorize is None else await self._authorize(headers, scope)
         if method == "POST":
             await self._post(headers, receive, send, principal)
         elif method == "GET":
@@ -258,13 +257,12 @@ class ASGIApp:
             await respond_json(send, 400, error_response(None, ParseError(f"Parse error: {exc}")))
             return
         if is_modern(message, headers):
-            await self._post_modern(message, headers, receive, send, accepted)
+            await self._post_modern(message, headers, receive, send, accepted, principal)
         else:
             await self._post_session(message, headers, receive, send, accepted, principal)
 
-    async def _post_modern(
-        self, message: Any, headers: RequestHeaders, receive: Receive, send: Send, accepted: tuple[bool, bool]
-    ) -> None:
+    async def _post_modern(self, message: Any, headers: RequestHeaders, receive: Receive, send: Send,
+                           accepted: tuple[bool, bool], principal: Any) -> None:
         try:
             check_modern_headers(message, headers)
         except MCPError as exc:
@@ -275,7 +273,8 @@ class ASGIApp:
             raise HTTPError(406, "subscriptions/listen answers with a stream: Accept must list text/event-stream")
         conn = self.server.connect(_discard, stateless=True)
         bound = self.limits.max_pending_notifications if message.get("method") == "subscriptions/listen" else 0
-        await exchange(conn, message, receive, send, accepted, self._streams, watch=True, bound=bound)
+        await exchange(conn, message, receive, send, accepted, self._streams, watch=True, bound=bound,
+                       principal=principal)
 
     async def _post_session(self, message: Any, headers: RequestHeaders, receive: Receive, send: Send,
                             accepted: tuple[bool, bool], principal: Any) -> None:
@@ -298,7 +297,8 @@ class ASGIApp:
         assert session.conn is not None
         if self.shared is not None:
             send = self.shared.prepare(session, message, send)
-        await exchange(session.conn, message, receive, send, accepted, self._streams, session=session)
+        await exchange(session.conn, message, receive, send, accepted, self._streams, session=session,
+                       principal=principal)
 
     async def _session(self, sid: str, principal: Any) -> Session:
         if self.shared is None:
@@ -313,7 +313,7 @@ class ASGIApp:
             send = self.shared.storing(session, send)
         try:
             await exchange(session.conn, message, receive, send, accepted, self._streams, session=session,
-                           issue_session=True)
+                           issue_session=True, principal=principal)
         finally:
             if session.conn.protocol_version is None:  # initialize failed: no session
                 self.sessions.end(session)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import socket
 import sys
 from collections.abc import Callable
 from types import FrameType
@@ -45,11 +47,18 @@ def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, relo
             from None
 
     configure_logging()
+    check_port(host, port)  # before "serving": uvicorn would only say so after it
     level = os.environ.get("RESOURCEKIT_LOG_LEVEL", "warning").lower()
     shown = f"[{host}]" if ":" in host else host
     if options.get("redis"):  # for processes that load the app themselves (reloader, workers)
         os.environ["RESOURCEKIT_REDIS_URL"] = options["redis"]
         os.environ["RESOURCEKIT_REDIS_PREFIX"] = options.get("redis_prefix", "resourcekit:")
+    auth = options.get("auth")
+    if auth is not None and (workers > 1 or reload_target is not None):  # each process builds its own
+        if not callable(getattr(auth, "options", None)):
+            raise ValueError("several workers or --reload rebuild auth in each process: only an "
+                             "OAuthResourceServer can be passed on (an auth hook cannot)")
+        os.environ["RESOURCEKIT_AUTH"] = orjson.dumps(auth.options()).decode()
     if workers > 1:
         if target is None or not options.get("redis"):
             raise ValueError("several workers need a target FILE[:ATTR] and a Redis URL (resourcekit run --workers)")
@@ -88,3 +97,16 @@ def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, relo
     with contextlib.suppress(KeyboardInterrupt):
         _Server(config).run()
 
+
+def check_port(host: str, port: int) -> None:
+    """SystemExit with one clear line if ``host:port`` cannot be bound (in use, not an address here)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+            probe.bind(address)
+    except OSError as exc:
+        reason = "is already in use (pick another with --port)" if exc.errno == errno.EADDRINUSE else \
+            f"cannot be bound: {exc.strerror or exc}"
+        raise SystemExit(f"resourcekit: error: port {port} on {host} {reason}") from None
