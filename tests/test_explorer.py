@@ -76,8 +76,10 @@ def browser(request: pytest.FixtureRequest) -> Iterator[Browser]:
         yield launched
         launched.close()
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(f"explorer screenshots: {ARTIFACTS}")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if reporter is not None and capture is not None:
+        with capture.global_and_fixture_disabled():  # past pytest's output capture, onto the terminal
+            reporter.write_line(f"\nexplorer screenshots: {ARTIFACTS}")
 
 
 @pytest.fixture
