@@ -1,4 +1,4 @@
-"""``resourcekit run|list|read|install FILE[:ATTR]``, ``resourcekit skills DIRECTORY``, ``resourcekit notify``."""
+"""``resourcekit run|dev|list|read|install FILE[:ATTR]``, ``resourcekit skills DIRECTORY``, ``resourcekit notify``."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from . import __version__
 from ._loader import CLIError, apply_limits, find_app, load_app, split_target, use_resource_tools
 from .app import App
 from .errors import DefinitionError, MCPError
+from .explorer import DEFAULT_PORT, run_dev
 from .install import HOSTS, install
 from .testing import Client
 from .transports import http
@@ -94,6 +95,13 @@ def _parser() -> argparse.ArgumentParser:
     skills.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     skills.add_argument("--host", help="HTTP: the address to bind (default 127.0.0.1)")
     skills.add_argument("--port", type=int, help="HTTP: the port (default 8000)")
+    dev = commands.add_parser("dev", help="serve an app over HTTP with a resource explorer in the browser")
+    dev.add_argument("target", metavar="FILE[:ATTR]")
+    dev.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"the port on 127.0.0.1 (default {DEFAULT_PORT})")
+    dev.add_argument("--no-open", action="store_true", help="do not open a browser")
+    dev.add_argument("--reload", action="store_true", help="restart when the app's directory changes")
+    dev.add_argument("--resource-tools", action="store_true", help="also serve the resources as two read-only tools")
+    dev.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, help="log to stderr from this level")
     install = commands.add_parser("install", help="add this server to Claude Desktop, Claude Code, Cursor or VS Code")
     install.add_argument("host", choices=sorted(HOSTS))
     install.add_argument("target", metavar="FILE[:ATTR]")
@@ -118,6 +126,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         if args.command == "run":
             _run(args)
+        elif args.command == "dev":
+            if args.resource_tools:
+                use_resource_tools()
+            run_dev(args.target, port=args.port, open_browser=not args.no_open, reload=args.reload)
         elif args.command == "notify":
             _notify(args)
         elif args.command == "skills":

@@ -37,6 +37,8 @@ def test_wheel_has_every_module_and_data_file(wheel: Path) -> None:
     }
     assert expected, "no package files found"
     assert "resourcekit/py.typed" in expected
+    # the explorer page (resourcekit dev) is package data, not modules
+    assert {f"resourcekit/explorer/static/{name}" for name in ("index.html", "app.js", "style.css")} <= names
     assert expected <= names, sorted(expected - names)
 
 

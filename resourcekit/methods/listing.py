@@ -28,6 +28,7 @@ from ..scopes import check_read, may_read
 from ..versions import META_VERSION
 from ._base import Method, cache_hints, in_worker, keyset_after, uri_param
 from .children import children_from, listable
+from .variables import META_VARIABLES, variables_meta
 from .wire import (
     INSTANCE_FIELDS,
     Decorate,
@@ -328,8 +329,9 @@ def list_templates(req: Request) -> dict[str, Any]:
         if principal is not None and not may_read(principal, app, handler):
             continue
         wire = dict(handler.wire)
-        if handler.meta:
-            wire["_meta"] = dict(handler.meta)
+        meta = dict(handler.meta) if handler.meta else {}
+        meta.setdefault(META_VARIABLES, variables_meta(handler))  # what a form needs to ask for each variable
+        wire["_meta"] = meta
         if opt.any:
             template_fields(wire, handler, opt)
         out.append(wire)

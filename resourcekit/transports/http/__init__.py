@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._headers import HTTPError
     from .asgi import ASGIApp
-    from .serve import run_http
+    from .serve import check_port, run_http
 
-__all__ = ["ASGIApp", "HTTPError", "run_http"]
+__all__ = ["ASGIApp", "HTTPError", "check_port", "run_http"]
 
-_HOMES = {"ASGIApp": ".asgi", "HTTPError": "._headers", "run_http": ".serve"}
+_HOMES = {"ASGIApp": ".asgi", "HTTPError": "._headers", "run_http": ".serve", "check_port": ".serve"}
 
 
 def __getattr__(name: str) -> Any:

@@ -7,6 +7,7 @@ import errno
 import os
 import socket
 import sys
+from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,9 @@ WORKER_FACTORY = "resourcekit._loader:worker_factory"
 
 def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, reload_target: str | None = None,
              reload_dir: str | None = None, target: str | None = None, workers: int = 1,
-             limits: dict[str, Any] | None = None, metrics: bool = False, **options: Any) -> None:
+             limits: dict[str, Any] | None = None, metrics: bool = False,
+             wrap: Callable[[ASGIApp], Any] | None = None, reload_factory: str = RELOAD_FACTORY,
+             **options: Any) -> None:
     """Serve with uvicorn (the ``http`` extra) until SIGINT/SIGTERM; logs go to stderr.
 
     ``options`` go to ``ASGIApp``. ``reload_target`` (``FILE[:ATTR]``) restarts the server
@@ -33,7 +36,9 @@ def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, relo
     process loads it with ``RELOAD_FACTORY``. ``workers`` > 1 starts that many processes
     (uvicorn's supervisor) that each load ``target`` with ``WORKER_FACTORY``; they share
     their state through ``options["redis"]``. ``metrics``: serve ``GET /metrics`` (Prometheus
-    text, the ``otel`` extra) on the same listener; one process only.
+    text, the ``otel`` extra) on the same listener; one process only. ``wrap`` serves
+    ``wrap(ASGIApp(...))`` instead (``resourcekit dev``: the explorer page around the
+    endpoint), ``reload_factory`` names the factory of each reloaded process.
     """
     try:
         import uvicorn
@@ -71,7 +76,7 @@ def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, relo
         os.environ["RESOURCEKIT_TARGET"] = reload_target
         print(f"resourcekit: serving {reload_target} at http://{shown}:{port}/mcp, reloading on changes "
               f"in {reload_dir}", file=sys.stderr)
-        uvicorn.run(RELOAD_FACTORY, factory=True, reload=True, reload_dirs=[reload_dir], host=host, port=port,
+        uvicorn.run(reload_factory, factory=True, reload=True, reload_dirs=[reload_dir], host=host, port=port,
                     log_level=level, timeout_graceful_shutdown=SHUTDOWN_GRACE, http=BoundedHeadersProtocol)
         return
     assert app is not None
@@ -95,7 +100,8 @@ def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, relo
     # no proxy-header rewriting (nothing here trusts a proxy by default) and no Date/Server
     # headers: together they cost more per request than MCP's own work; header sections
     # bounded in size and time (Limits.max_header_bytes, header_timeout)
-    config = uvicorn.Config(served, host=host, port=port, log_level=level, lifespan="on",
+    config = uvicorn.Config(served if wrap is None else wrap(asgi), host=host, port=port, log_level=level,
+                            lifespan="on",
                             timeout_graceful_shutdown=SHUTDOWN_GRACE, proxy_headers=False,
                             date_header=False, server_header=False, http=BoundedHeadersProtocol)
     print(f"resourcekit: serving {app.name!r} at http://{shown}:{port}{asgi.path}", file=sys.stderr)
