@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from typing_extensions import Unpack
-
-from .registry import Registry, ResourceOptions, TemplateOptions
+from .registry import Registry
 from .transports import http
 from .transports.stdio import run_stdio
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from .registry import ResourceOptions, TemplateOptions
 
 __all__ = ["App", "default_app", "resource", "template"]
 

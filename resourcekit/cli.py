@@ -16,9 +16,8 @@ from . import __version__
 from ._loader import CLIError, apply_limits, find_app, load_app, split_target, use_resource_tools
 from .app import App
 from .errors import DefinitionError, MCPError
-from .explorer import DEFAULT_PORT, run_dev
+from .explorer import DEFAULT_PORT
 from .install import HOSTS, install
-from .testing import Client
 from .transports import http
 from .transports.stdio import run_stdio
 
@@ -127,6 +126,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.command == "run":
             _run(args)
         elif args.command == "dev":
+            from .explorer.serve import run_dev  # uvicorn and the page: not what `run` needs at start-up
+
             if args.resource_tools:
                 use_resource_tools()
             run_dev(args.target, port=args.port, open_browser=not args.no_open, reload=args.reload)
@@ -269,6 +270,7 @@ def _notify(args: argparse.Namespace) -> None:
 
 
 async def _list(app: App, as_json: bool) -> None:
+    from .testing import Client  # the in-memory client: `list` and `read` only
 
     async with Client(app) as client:
         resources = await client.list_resources()
@@ -291,6 +293,7 @@ async def _list(app: App, as_json: bool) -> None:
 
 
 async def _read(app: App, uri: str, as_json: bool) -> None:
+    from .testing import Client
 
     async with Client(app) as client:
         try:

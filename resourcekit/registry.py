@@ -9,8 +9,6 @@ import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from typing_extensions import TypedDict, Unpack
-
 from .contents import guess_mime_type
 from .errors import (
     DefinitionError,
@@ -32,37 +30,41 @@ from .tracking import Tracker
 if TYPE_CHECKING:
     from .skills import SkillCatalog
 
-__all__ = ["Registry", "ResourceOptions", "TemplateOptions"]
+__all__ = ["Registry"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class _Options(TypedDict, total=False):
-    """What ``resource`` and ``template`` both take (see README, "Declaring resources")."""
+if TYPE_CHECKING:  # the keyword options, for type checkers only: importing typing_extensions costs start-up
+    from typing_extensions import TypedDict, Unpack
 
-    name: str | None
-    title: str | None
-    description: str | None
-    mime_type: str | None
-    annotations: Mapping[str, Any] | None
-    icons: list[dict[str, Any]] | None
-    meta: Mapping[str, Any] | None
-    ttl_ms: int | None
-    cache_scope: str | None
-    kind: str | None
-    metadata: Mapping[str, Any] | None
-    children: Callable[..., Any] | None
-    poll: float | None
-    scopes: Iterable[str] | None
+    class _Options(TypedDict, total=False):
+        """What ``resource`` and ``template`` both take (see README, "Declaring resources")."""
+
+        name: str | None
+        title: str | None
+        description: str | None
+        mime_type: str | None
+        annotations: Mapping[str, Any] | None
+        icons: list[dict[str, Any]] | None
+        meta: Mapping[str, Any] | None
+        ttl_ms: int | None
+        cache_scope: str | None
+        kind: str | None
+        metadata: Mapping[str, Any] | None
+        children: Callable[..., Any] | None
+        poll: float | None
+        scopes: Iterable[str] | None
 
 
-class ResourceOptions(_Options, total=False):
-    size: int | None
+    class ResourceOptions(_Options, total=False):
+        size: int | None
 
 
-class TemplateOptions(_Options, total=False):
-    lister: Callable[..., Any] | None
-    complete: Mapping[str, Callable[..., Any]] | None
+    class TemplateOptions(_Options, total=False):
+        lister: Callable[..., Any] | None
+        complete: Mapping[str, Callable[..., Any]] | None
+
 
 CACHE_SCOPES = ("public", "private")
 _GUESSABLE = frozenset({None, "application/octet-stream", "text/plain"})

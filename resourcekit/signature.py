@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import sys
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, get_args, get_origin
-
-from typing_extensions import get_type_hints, is_typeddict
+from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 from ._convert import Convertor, convertor_for
 from .contents import BINARY_MIME, JSON_MIME, TEXT_MIME
@@ -87,7 +86,7 @@ def mime_for_return(annotation: Any) -> str | None:
         return BINARY_MIME
     if origin in (dict, list, Mapping) or (
         isinstance(origin, type)
-        and (dataclasses.is_dataclass(origin) or is_typeddict(origin) or hasattr(origin, "model_dump"))
+        and (dataclasses.is_dataclass(origin) or _is_typeddict(origin) or hasattr(origin, "model_dump"))
     ):
         return JSON_MIME
     return None
@@ -171,3 +170,11 @@ def inspect_handler(fn: Callable[..., Any]) -> Signature:
         is_async=_is_coroutine_function(fn),
         mime_type=mime_for_return(hints.get("return", sig.return_annotation)),
     )
+
+
+def _is_typeddict(tp: Any) -> bool:
+    """``typing``'s TypedDicts, or typing_extensions' if the app imported it (start-up need not)."""
+    if typing.is_typeddict(tp):
+        return True
+    extensions = sys.modules.get("typing_extensions")
+    return extensions is not None and bool(extensions.is_typeddict(tp))

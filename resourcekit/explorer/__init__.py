@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-from .asgi import Explorer
-from .serve import DEFAULT_PORT, run_dev
+__all__ = ["DEFAULT_PORT"]
 
-__all__ = ["DEFAULT_PORT", "Explorer", "run_dev"]
+DEFAULT_PORT = 6280  # here, not in ``serve``: the CLI's help needs it and no more at start-up

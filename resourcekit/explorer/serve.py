@@ -10,12 +10,12 @@ import time
 
 from .. import _loader
 from ..transports import http
+from . import DEFAULT_PORT
 from .asgi import Explorer
 
 __all__ = ["DEFAULT_PORT", "HOST", "reload_factory", "run_dev"]
 
 HOST = "127.0.0.1"  # the explorer is for the developer at this machine: never another interface
-DEFAULT_PORT = 6280
 RELOAD_FACTORY = "resourcekit.explorer.serve:reload_factory"  # each reloaded process builds this
 
 
