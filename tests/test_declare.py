@@ -10,6 +10,7 @@ from decimal import Decimal
 from typing import Annotated, Literal, Optional, TypedDict
 
 import pytest
+import typing_extensions
 
 import resourcekit
 from resourcekit import (
@@ -28,6 +29,10 @@ from resourcekit import (
 class Color(enum.Enum):
     red = "r"
     blue = "b"
+
+
+class PointX(typing_extensions.TypedDict):  # typing_extensions' own TypedDict, not typing's
+    x: int
 
 
 class Point(TypedDict):
@@ -89,6 +94,7 @@ def test_metadata_from_signature_and_options():
 @pytest.mark.parametrize(("annotation", "mime"), [
     (str, "text/plain"), (bytes, "application/octet-stream"), (dict, "application/json"),
     (list[int], "application/json"), (Point, "application/json"), (Pair, "application/json"),
+    (PointX, "application/json"),
 ])
 def test_mime_type_from_return_annotation(annotation, mime):
     app = App("t")
