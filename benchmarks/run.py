@@ -602,6 +602,12 @@ class HttpServer:
     def profile(self) -> None:
         self._pyspy = start_pyspy(self.proc.pid, self.log_path.stem.replace(".stderr", ""))
 
+    def threads(self) -> int:
+        """Threads of the server process (worker threads show how sync jobs were spread)."""
+        with contextlib.suppress(psutil.Error):
+            return int(self.ps.num_threads())
+        return 0
+
     def cpu_s(self) -> float:
         total = 0.0
         for p in (self.ps, *self.ps.children(recursive=True)):
@@ -899,6 +905,7 @@ def w5(name: str, cfg: Config, tag: str) -> dict[str, Any]:
             "client_cpu_share": client_cpu / (t_end - t_go),
             "listen_s": listening,
             "peak_rss_mib": srv.peak_rss_mib(),
+            "threads": srv.threads(),
         }
     finally:
         for p, pipe in procs:

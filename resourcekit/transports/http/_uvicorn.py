@@ -10,7 +10,10 @@ arrives (else the connection is closed).  Both come from the served app's ``Limi
 
 The clock is one sweep over the open connections, a few times per ``header_timeout``,
 not a timer per request: arming and cancelling one for every request cost a tenth of
-the server's time per read.
+the server's time per read.  Nor does a request read the clock: the sweep stamps a
+header section it finds incomplete and closes the connection when a later sweep finds
+the same one still incomplete past the timeout (so the cut comes up to a sweep period
+late, never early).
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ class BoundedHeadersProtocol(HttpToolsProtocol):
         self.max_header_bytes = limits.max_header_bytes
         self.header_timeout = limits.header_timeout
         self.head: int | None = None  # bytes of the incomplete header section, None outside one
-        self.head_since = 0.0  # when it began (loop time)
+        self.head_since: float | None = None  # when a sweep first saw it incomplete (loop time)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -62,10 +65,11 @@ class BoundedHeadersProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        if self.transport.is_closing():
+        transport = self.transport
+        if transport.is_closing():
             return
-        super().data_received(data)
-        if self.head is not None and not self.transport.is_closing():
+        HttpToolsProtocol.data_received(self, data)
+        if self.head is not None and not transport.is_closing():
             self.head += len(data)
             if self.head > self.max_header_bytes:
                 log.debug("header section over %d bytes: 431, connection closed", self.max_header_bytes)
@@ -74,23 +78,30 @@ class BoundedHeadersProtocol(HttpToolsProtocol):
                 self.transport.close()
 
     def on_message_begin(self) -> None:
-        super().on_message_begin()
+        HttpToolsProtocol.on_message_begin(self)
         if self.head is None:
-            self._start_head()
+            self.head = 0  # ``_start_head``, inlined: every request passes here
+            self.head_since = None
 
     def on_headers_complete(self) -> None:
-        self._stop_head()
-        super().on_headers_complete()
+        self.head = None
+        HttpToolsProtocol.on_headers_complete(self)
 
     def _start_head(self) -> None:
         self.head = 0
-        self.head_since = self.loop.time()
+        self.head_since = None
 
     def _stop_head(self) -> None:
         self.head = None
 
     def _too_slow(self, now: float) -> bool:
-        return self.head is not None and now - self.head_since > self.header_timeout
+        """Stamp an incomplete header section when first seen; True once it is over time."""
+        if self.head is None:
+            return False
+        if self.head_since is None:
+            self.head_since = now
+            return False
+        return now - self.head_since > self.header_timeout
 
 
 _OPEN: set[BoundedHeadersProtocol] = set()  # connections of this process's server
