@@ -172,6 +172,7 @@ class Traced:
         self.exception: BaseException | None = None
         self.acked: float | None = None  # when a listen stream was acknowledged
         self.start = time.perf_counter()
+        # what a sampler may look at, given at the start; the rest only for a span that records
         attrs: dict[str, Any] = {METHOD: method}
         transport = conn.server.transport
         if transport is not None:
@@ -183,21 +184,23 @@ class Traced:
         version = version if isinstance(version, str) else conn.protocol_version
         if version is not None:
             attrs[PROTOCOL_VERSION] = version
-        self.attrs = dict(attrs)  # the metric's: no id, no URI, no session
-        attrs[REQUEST_ID] = str(rid)
-        if conn.session_id is not None:
-            attrs[SESSION_ID] = conn.session_id
-        uri = _one_uri(params) if type(params) is dict else None
-        if uri is not None:
-            attrs[RESOURCE_URI] = uri
+        self.attrs = attrs  # the metric's too: no id, no URI, no session (copied before the span adds any)
         self.context: Context | None = None
         self.span: Span | None = None
         try:
             if type(meta) is dict and ("traceparent" in meta or "baggage" in meta):
                 # a malformed traceparent yields no parent: the span starts its own trace
                 self.context = instruments.extract({k: v for k, v in meta.items() if type(v) is str})
-            self.span = instruments.tracer.start_span(self.method, self.context, instruments.trace.SpanKind.SERVER,
-                                                      attrs)
+            span = self.span = instruments.tracer.start_span(self.method, self.context,
+                                                             instruments.trace.SpanKind.SERVER, attrs)
+            if span.is_recording():  # most are sampled out: they skip what follows
+                more: dict[str, Any] = {REQUEST_ID: str(rid)}
+                if conn.session_id is not None:
+                    more[SESSION_ID] = conn.session_id
+                uri = _one_uri(params) if type(params) is dict else None
+                if uri is not None:
+                    more[RESOURCE_URI] = uri
+                span.set_attributes(more)
         except Exception:  # a sampler or propagator of the user's failed: serve the request untraced
             log.exception("starting the span of %s failed", method)
 
@@ -248,7 +251,7 @@ class Traced:
             if exc is not None:
                 span.record_exception(exc)
         if PROTOCOL_VERSION not in self.attrs and self.conn.protocol_version is not None:  # initialize
-            self.attrs[PROTOCOL_VERSION] = self.conn.protocol_version
+            self.attrs = {**self.attrs, PROTOCOL_VERSION: self.conn.protocol_version}
             span.set_attribute(PROTOCOL_VERSION, self.conn.protocol_version)
         if self.method == "initialize" and failed is None:
             _sessions[self.conn] = time.perf_counter()
