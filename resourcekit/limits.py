@@ -28,7 +28,7 @@ class _Fields(NamedTuple):
     max_header_bytes: int = 64 * KiB
     #: seconds a client may take to send a complete header section: the connection is closed
     header_timeout: float = 10.0
-    #: requests one connection (session, stdio client) may have in flight: -32603 "busy" (HTTP 503)
+    #: requests one connection (session, stdio client) may have in flight: -32603 "busy" (over HTTP too)
     max_inflight: int = 256
     #: threads for sync handlers, listers and completers
     max_workers: int = 32
