@@ -89,6 +89,7 @@ def well_known(auth: Any, path: str, app: Any) -> bytes | None:
 
 
 @functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=256)  # every request's Host header: parsed once per distinct value
 def bare_host(netloc: str) -> str:
     """``Host``/netloc → lower-case host without port, brackets or trailing dot."""
     netloc = netloc.strip().lower()
