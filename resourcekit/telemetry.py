@@ -191,6 +191,8 @@ class Traced:
             if type(meta) is dict and ("traceparent" in meta or "baggage" in meta):
                 # a malformed traceparent yields no parent: the span starts its own trace
                 self.context = instruments.extract({k: v for k, v in meta.items() if type(v) is str})
+            else:  # the current context, looked up once here rather than three times in the SDK
+                self.context = instruments.context.get_current()
             span = self.span = instruments.tracer.start_span(self.method, self.context,
                                                              instruments.trace.SpanKind.SERVER, attrs)
             if span.is_recording():  # most are sampled out: they skip what follows
