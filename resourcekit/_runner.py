@@ -70,8 +70,11 @@ class ThreadRunner:
                 self._loop.call_later(STALL, self._unstall, self._submitted, self._taken)
 
     def _unstall(self, job: int, taken: int) -> None:
-        """Called STALL after job ``job`` came (``taken`` jobs then taken): spawn if every worker is stuck."""
-        if self._taken >= job or len(self._threads) >= self._max_workers or self._closed:
+        """Called STALL after job ``job`` came (``taken`` jobs then taken): spawn if every worker is stuck.
+
+        The queue itself says when the wait is over (``_taken`` is a hint: two workers may
+        store their numbers out of order), so an idle server never keeps looking."""
+        if self._jobs.empty() or self._taken >= job or len(self._threads) >= self._max_workers or self._closed:
             self._watching = False
         elif not self._waiting and self._taken == taken:
             self._watching = False
