@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.helpers import command, env
+from tests.helpers import command, env, stop_process
 
 
 def free_port() -> int:
@@ -52,11 +52,6 @@ def http_server_process(
         wait_for_port(port, proc)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
         if proc.stderr:
             proc.stderr.close()

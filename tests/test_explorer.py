@@ -20,7 +20,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from tests.helpers import APPS, COOKBOOK, command, env, modern_meta
+from tests.helpers import APPS, COOKBOOK, command, env, modern_meta, stop_process
 from tests.http_server import free_port, wait_for_port
 
 APP = APPS / "explorer_app.py"
@@ -43,12 +43,7 @@ def dev_server(target: Path, *extra: str, extra_env: dict[str, str] | None = Non
         wait_for_port(port, proc)
         yield f"http://127.0.0.1:{port}/"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, 15)
         if proc.stderr:
             proc.stderr.close()
 

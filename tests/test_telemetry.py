@@ -7,7 +7,6 @@ the SDK's in-memory exporter and reader see what it records.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -15,7 +14,7 @@ import orjson
 import pytest
 
 from resourcekit import App
-from tests.telemetry_support import Otel, Wire, attrs, only, open_wire, otel
+from tests.telemetry_support import Otel, Wire, attrs, only, open_wire
 
 pytestmark = pytest.mark.anyio
 
@@ -24,16 +23,6 @@ PARENT_ID = "00f067aa0ba902b7"
 TRANSPORTS = ["pipe", "tcp"]
 ERAS = ["handshake", "modern"]
 
-
-@pytest.fixture
-def sdk() -> Iterator[Otel]:
-    o = otel()
-    o.reset()
-    o.sampler.on = True
-    try:
-        yield o
-    finally:
-        o.sampler.on = False
 
 
 def make_app(**options: Any) -> tuple[App, dict[str, str]]:

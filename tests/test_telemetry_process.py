@@ -7,7 +7,6 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,21 +21,11 @@ from tests.helpers import APPS, ROOT, command, env
 from tests.http_server import http_server_process
 from tests.mcp_client import stdio_session
 from tests.redis_server import redis_process
-from tests.telemetry_support import Otel, otel
+from tests.telemetry_support import Otel
 
 pytestmark = pytest.mark.anyio
 APP = APPS / "traced_app.py"
 
-
-@pytest.fixture
-def sdk() -> Iterator[Otel]:
-    o = otel()
-    o.reset()
-    o.sampler.on = True
-    try:
-        yield o
-    finally:
-        o.sampler.on = False
 
 
 def server_spans(path: Path, name: str, count: int = 1) -> list[dict[str, Any]]:
