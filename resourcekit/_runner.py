@@ -29,7 +29,9 @@ from .errors import LimitExceeded
 __all__ = ["ThreadRunner"]
 
 Callback = Callable[[bool, Any], None]
-STALL = 0.002  # seconds a job may wait for an idle worker before it gets a thread
+# seconds a job may wait for an idle worker before it gets a thread: twice the GIL's switch
+# interval, so a worker merely waiting its turn for the GIL does not count as stuck
+STALL = 0.01
 
 
 class ThreadRunner:
