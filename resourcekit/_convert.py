@@ -8,13 +8,11 @@ input, which the router reads as "this template does not match".
 
 from __future__ import annotations
 
-import datetime as _dt
-import decimal
 import enum
 import re
+import sys
 import types
 import typing
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, get_args, get_origin
 
@@ -80,17 +78,6 @@ def _parse_float(value: str) -> float:
     return result
 
 
-def _parse_decimal(value: str) -> decimal.Decimal:
-    if not _NUMBER.fullmatch(value):
-        raise ValueError(f"not a decimal: {value!r}")
-    result = decimal.Decimal(value)
-    digits, exponent = len(result.as_tuple().digits), result.as_tuple().exponent
-    assert isinstance(exponent, int)  # finite: _NUMBER has no "inf" or "nan"
-    if digits > _DECIMAL_DIGITS or abs(exponent) > _DECIMAL_EXPONENT or abs(result.adjusted()) > _DECIMAL_EXPONENT:
-        raise ValueError(f"decimal out of range: {value!r}")
-    return result
-
-
 def _ascii(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     def parse_ascii(value: str) -> Any:
         if not value.isascii():
@@ -133,12 +120,51 @@ _SIMPLE: dict[Any, Convertor] = {
     int: Convertor(int, _parse_int),
     float: Convertor(float, _parse_float, repr),
     bool: Convertor(bool, _parse_bool, _format_bool, choices=("true", "false")),
-    uuid.UUID: Convertor(uuid.UUID, _ascii(uuid.UUID)),
-    _dt.date: Convertor(_dt.date, _ascii(_dt.date.fromisoformat), _dt.date.isoformat),
-    _dt.datetime: Convertor(_dt.datetime, _ascii(_dt.datetime.fromisoformat), _dt.datetime.isoformat),
-    decimal.Decimal: Convertor(decimal.Decimal, _parse_decimal),
     Any: Convertor(Any, str),
 }
+_BASES: list[type] = [bool, int, float, str]  # what a subclass converts like (more below, once loaded)
+
+
+def _uuid_convertors() -> dict[Any, Convertor]:
+    import uuid
+
+    return {uuid.UUID: Convertor(uuid.UUID, _ascii(uuid.UUID))}
+
+
+def _datetime_convertors() -> dict[Any, Convertor]:
+    import datetime as dt
+
+    return {dt.datetime: Convertor(dt.datetime, _ascii(dt.datetime.fromisoformat), dt.datetime.isoformat),
+            dt.date: Convertor(dt.date, _ascii(dt.date.fromisoformat), dt.date.isoformat)}  # after datetime
+
+
+def _decimal_convertors() -> dict[Any, Convertor]:
+    from decimal import Decimal
+
+    def parse(value: str) -> Decimal:
+        if not _NUMBER.fullmatch(value):
+            raise ValueError(f"not a decimal: {value!r}")
+        result = Decimal(value)
+        digits, exponent = len(result.as_tuple().digits), result.as_tuple().exponent
+        assert isinstance(exponent, int)  # finite: _NUMBER has no "inf" or "nan"
+        if digits > _DECIMAL_DIGITS or abs(exponent) > _DECIMAL_EXPONENT or abs(result.adjusted()) > _DECIMAL_EXPONENT:
+            raise ValueError(f"decimal out of range: {value!r}")
+        return result
+
+    return {Decimal: Convertor(Decimal, parse)}
+
+
+# The standard library's value types, added once their module is imported: an annotation that
+# names uuid.UUID comes from a module that imported uuid, and a server whose handlers name none
+# of them does not pay for importing them at start-up.
+_PENDING = {"uuid": _uuid_convertors, "datetime": _datetime_convertors, "decimal": _decimal_convertors}
+
+
+def _load_imported() -> None:
+    for name in [n for n in _PENDING if n in sys.modules]:
+        more = _PENDING.pop(name)()
+        _SIMPLE.update(more)
+        _BASES.extend(more)
 _UNION_TYPES: tuple[Any, ...] = (typing.Union, getattr(types, "UnionType", typing.Union))
 
 
@@ -155,6 +181,10 @@ def convertor_for(annotation: Any) -> Convertor | None:
     """The convertor for an annotation, or None if it cannot come from a URI."""
     if annotation in _SIMPLE:
         return _SIMPLE[annotation]
+    if _PENDING:
+        _load_imported()
+        if annotation in _SIMPLE:
+            return _SIMPLE[annotation]
     origin = get_origin(annotation)
     if origin in _UNION_TYPES:
         members = [a for a in get_args(annotation) if a is not type(None)]
@@ -195,7 +225,7 @@ def convertor_for(annotation: Any) -> Convertor | None:
         if issubclass(annotation, enum.Enum):
             return _enum_convertor(annotation)
         # str/int subclasses (NewType-like classes) convert like their base
-        for base in (bool, int, float, str, decimal.Decimal, uuid.UUID, _dt.datetime, _dt.date):
+        for base in _BASES:
             if issubclass(annotation, base) and base is not annotation:
                 return _subclass_convertor(annotation, _SIMPLE[base])
     newtype_base = getattr(annotation, "__supertype__", None)

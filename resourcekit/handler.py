@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 import inspect
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from itertools import islice
 from typing import TYPE_CHECKING, Any
@@ -207,7 +207,8 @@ def normalize_annotations(annotations: Mapping[str, Any] | None) -> dict[str, An
                 raise DefinitionError(f"annotation priority must be a number in [0, 1], not {value!r}")
             wire["priority"] = value
         elif key in ("lastModified", "last_modified"):
-            if isinstance(value, (_dt.datetime, _dt.date)):
+            dt = sys.modules.get("datetime")  # a date or datetime comes from a module that imported it
+            if dt is not None and isinstance(value, dt.date):
                 value = value.isoformat()
             wire["lastModified"] = str(value)
         else:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hmac
 import os
 from bisect import bisect_right
 from collections.abc import Iterator
@@ -94,7 +93,15 @@ def set_cursor_key(key: bytes) -> None:
 
 
 def _tag(raw: bytes) -> bytes:
+    import hmac  # on the first cursor, not at start-up (a server that never pages never loads it)
+
     return hmac.digest(_KEY, raw, "sha256")[:_TAG]
+
+
+def _same(a: bytes, b: bytes) -> bool:
+    import hmac
+
+    return hmac.compare_digest(a, b)
 
 
 def encode_cursor(kind: str, *numbers: int) -> str:
@@ -109,7 +116,7 @@ def decode_cursor(cursor: object, kinds: tuple[str, ...]) -> tuple[str, list[int
     try:
         signed = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         raw, tag = signed[:-_TAG], signed[-_TAG:]
-        if len(signed) <= _TAG or not hmac.compare_digest(tag, _tag(raw)):
+        if len(signed) <= _TAG or not _same(tag, _tag(raw)):
             raise ValueError("not ours")
         kind, *rest = raw.decode("ascii").split(":")
         numbers = [int(n) for n in rest]

@@ -194,3 +194,9 @@ async def test_the_installed_entry_starts_a_working_server(tmp_path: Path):
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             assert (await session.read_resource("note://2")).contents[0].text == "note 2"
+
+
+def test_the_cli_offers_every_host_install_knows() -> None:
+    from resourcekit import cli, install
+
+    assert tuple(sorted(install.HOSTS)) == cli.INSTALL_HOSTS

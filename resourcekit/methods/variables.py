@@ -11,10 +11,8 @@ handler's signature: ``type`` (string, integer, number, boolean, array), ``forma
 
 from __future__ import annotations
 
-import datetime as _dt
-import decimal
 import inspect
-import uuid
+import sys
 from typing import TYPE_CHECKING, Any, get_args
 
 if TYPE_CHECKING:
@@ -29,17 +27,23 @@ _SCALARS: dict[Any, dict[str, str]] = {
     bool: {"type": "boolean"},
     int: {"type": "integer"},
     float: {"type": "number"},
-    decimal.Decimal: {"type": "string", "format": "decimal"},
-    uuid.UUID: {"type": "string", "format": "uuid"},
-    _dt.datetime: {"type": "string", "format": "date-time"},  # before date: datetime is a date
-    _dt.date: {"type": "string", "format": "date"},
 }
+# the standard library's value types, looked up only in modules already imported (an annotation
+# naming one comes from a module that imported it): (module, class, schema)
+_STDLIB = (("decimal", "Decimal", {"type": "string", "format": "decimal"}),
+           ("uuid", "UUID", {"type": "string", "format": "uuid"}),
+           ("datetime", "datetime", {"type": "string", "format": "date-time"}),  # before date: it is one
+           ("datetime", "date", {"type": "string", "format": "date"}))
 
 
 def _scalar(kind: Any) -> dict[str, Any]:
     if isinstance(kind, type):
         for base, schema in _SCALARS.items():
             if issubclass(kind, base):
+                return dict(schema)
+        for module, name, schema in _STDLIB:
+            loaded = sys.modules.get(module)
+            if loaded is not None and issubclass(kind, getattr(loaded, name)):
                 return dict(schema)
     return {"type": "string"}
 
