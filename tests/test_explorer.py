@@ -198,6 +198,10 @@ def test_a_listable_resource_is_navigated_as_a_directory(page: Page) -> None:
     page.locator('.item[data-uri="folder://"]').click()
     entry = page.locator('#directory .item[data-uri="folder://b.txt"]')
     expect(entry).to_be_visible()
+    # without skills served, the page lists children through SEP-2093 (resources/list {uri}),
+    # never through the skills extension's resources/directory/read, which is not declared
+    expect(protocol_entries(page, "resources/list")).not_to_have_count(0)
+    expect(protocol_entries(page, "resources/directory/read")).to_have_count(0)
     entry.click()
     expect(page.locator("#contents")).to_contain_text("file b")
 

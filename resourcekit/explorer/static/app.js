@@ -1168,16 +1168,25 @@ function renderMeta(listed, result) {
   meta.replaceChildren(...rows);
 }
 
-// --- directories (resources/directory/read) ----------------------------------------------------------
+// --- directories: resources/directory/read (skills), SEP-2093 children (other listable resources) -----
+
+function directoryMethod(uri) {
+  // the skills extension declares directoryRead only when the app serves skills; any other
+  // listable resource is listed through SEP-2093, which this page opts into (CLIENT_CAPS)
+  const caps = (client.server && client.server.capabilities) || {};
+  const skills = (caps.extensions || {})["io.modelcontextprotocol/skills"];
+  return skills && skills.directoryRead && uri.startsWith("skill://") ? "resources/directory/read" : "resources/list";
+}
 
 async function showDirectory(uri, box, cursor) {
   if (!box) return;
   const params = cursor ? { uri, cursor } : { uri };
+  const method = directoryMethod(uri);
   let result;
   try {
-    result = await client.request("resources/directory/read", params);
+    result = await client.request(method, params);
   } catch (error) {
-    box.replaceChildren(h("div", { class: "error-box" }, `resources/directory/read: ${error.message}`));
+    box.replaceChildren(h("div", { class: "error-box" }, `${method}: ${error.message}`));
     return;
   }
   if (!cursor) box.replaceChildren(h("h3", {}, "Entries"));
@@ -1213,7 +1222,7 @@ function openDirectory(uri) {
   const name = uri.replace(/\/+$/, "").split("/").pop() || uri;
   $("#detail").replaceChildren(h("div", { class: "detail-head" }, h("div", { class: "titles" }, h("h2", {}, name),
     h("code", { class: "uri" }, uri), crumbs)), box);
-  $("#meta").replaceChildren(h("h3", {}, "Metadata"), h("dl", {}, metaRow("URI", uri), metaRow("method", "resources/directory/read")));
+  $("#meta").replaceChildren(h("h3", {}, "Metadata"), h("dl", {}, metaRow("URI", uri), metaRow("method", directoryMethod(uri))));
   showDirectory(uri, box);
 }
 
