@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import re
 import sys
+import threading
 import types
 import typing
 from collections.abc import Callable, Sequence
@@ -160,11 +161,16 @@ def _decimal_convertors() -> dict[Any, Convertor]:
 _PENDING = {"uuid": _uuid_convertors, "datetime": _datetime_convertors, "decimal": _decimal_convertors}
 
 
+_LOADING = threading.Lock()  # templates may be declared from several threads at once
+
+
 def _load_imported() -> None:
-    for name in [n for n in _PENDING if n in sys.modules]:
-        more = _PENDING.pop(name)()
-        _SIMPLE.update(more)
-        _BASES.extend(more)
+    with _LOADING:
+        for name in [n for n in _PENDING if n in sys.modules]:
+            more = _PENDING[name]()
+            _SIMPLE.update(more)  # before it leaves _PENDING: a reader that finds _PENDING without it
+            _BASES.extend(more)  # then finds its convertors
+            del _PENDING[name]
 _UNION_TYPES: tuple[Any, ...] = (typing.Union, getattr(types, "UnionType", typing.Union))
 
 
@@ -183,8 +189,8 @@ def convertor_for(annotation: Any) -> Convertor | None:
         return _SIMPLE[annotation]
     if _PENDING:
         _load_imported()
-        if annotation in _SIMPLE:
-            return _SIMPLE[annotation]
+    if annotation in _SIMPLE:  # again: another thread may have loaded it since the first look
+        return _SIMPLE[annotation]
     origin = get_origin(annotation)
     if origin in _UNION_TYPES:
         members = [a for a in get_args(annotation) if a is not type(None)]

@@ -76,8 +76,8 @@ class ThreadRunner:
 
         The queue itself says when the wait is over (``_taken`` is a hint: two workers may
         store their numbers out of order), so an idle server never keeps looking."""
-        if self._jobs.empty() or self._taken >= job or len(self._threads) >= self._max_workers or self._closed:
-            self._watching = False
+        if self._jobs.empty() or len(self._threads) >= self._max_workers or self._closed:
+            self._watching = False  # nothing waits (jobs queued after ``job`` are watched too)
         elif not self._waiting and self._taken == taken:
             self._watching = False
             self._spawn()

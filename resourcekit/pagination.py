@@ -56,8 +56,8 @@ class SeqIndex(Generic[T]):
             self._dead += 1
             if self._dead > 64 and self._dead * 2 > len(seqs):
                 live = [(s, x) for s, x in zip(seqs, items, strict=True) if x is not None]
+                self._dead = 0  # first: a len() taken between the two never comes out negative
                 self._lists = ([s for s, _ in live], [x for _, x in live])
-                self._dead = 0
 
     def __len__(self) -> int:
         return len(self._lists[0]) - self._dead

@@ -264,3 +264,29 @@ def test_annotated_descriptions_and_default_app():
 
     assert "default://one" in resourcekit.app.default_app.router.exact
     resourcekit.app.default_app.remove("default://one")
+
+
+def test_templates_declared_from_many_threads_at_once_all_convert_uuids() -> None:
+    import threading
+
+    app = App("threads")
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(8)
+
+    def declare(k: int) -> None:
+        barrier.wait()
+        for i in range(50):
+            def item(id: uuid.UUID) -> str:
+                return str(id)
+            try:
+                app.template(f"t{k}-{i}://{{id}}")(item)
+            except BaseException as exc:
+                errors.append(exc)
+
+    threads = [threading.Thread(target=declare, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(app.router.templates) == 400

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import threading
+import time
 
 import pytest
 
@@ -455,4 +456,24 @@ async def test_a_job_stuck_behind_busy_workers_gets_a_thread_but_a_moving_queue_
         assert runner._taken == 2
     finally:
         release.set()
+        runner.close()
+
+
+async def test_a_fast_job_queued_behind_slow_ones_gets_a_thread() -> None:
+    # two idle workers; slow, fast, slow, fast: the second fast job must not wait for a slow one
+    from resourcekit._runner import ThreadRunner
+
+    runner = ThreadRunner(asyncio.get_running_loop(), max_workers=8)
+    release = threading.Event()
+    try:
+        await asyncio.gather(runner.call(lambda: time.sleep(0.05)), runner.call(lambda: time.sleep(0.05)))
+        await asyncio.sleep(0.05)
+        calls = [runner.call(job) for job in (lambda: release.wait(5), lambda: "fast",
+                                             lambda: release.wait(5), lambda: "last")]
+        futures = [asyncio.ensure_future(c) for c in calls]
+        done, _ = await asyncio.wait([futures[3]], timeout=2.0)
+        assert done and futures[3].result() == "last"
+    finally:
+        release.set()
+        await asyncio.gather(*futures)
         runner.close()

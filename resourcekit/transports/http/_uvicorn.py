@@ -12,8 +12,8 @@ The clock is one sweep over the open connections, a few times per ``header_timeo
 not a timer per request: arming and cancelling one for every request cost a tenth of
 the server's time per read.  Nor does a request read the clock: the sweep stamps a
 header section it finds incomplete and closes the connection when a later sweep finds
-the same one still incomplete past the timeout (so the cut comes up to a sweep period
-late, never early).
+the same one still incomplete past the timeout (so the cut comes up to two sweep
+periods late, never early).
 """
 
 from __future__ import annotations
