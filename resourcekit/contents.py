@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["TEXT_MIME", "Blob", "Content", "Text", "guess_mime_type", "text_version", "to_contents", "version_of"]
+__all__ = ["TEXT_MIME", "Blob", "Content", "Text", "guess_mime_type", "to_contents", "version_of"]
 
 JSON_MIME = "application/json"
 TEXT_MIME = "text/plain"
@@ -127,11 +127,6 @@ def version_of(data: bytes, mime_type: str) -> str:
     digest = hashlib.sha256(data)
     digest.update(suffix)
     return digest.hexdigest()[:32]
-
-
-def text_version(text: str, mime_type: str) -> str:
-    """``version_of`` the UTF-8 bytes of ``text`` (what a read of it serves)."""
-    return version_of(text.encode("utf-8", "surrogatepass"), mime_type)
 
 
 def combined_version(contents: list[Content]) -> str:

@@ -219,6 +219,9 @@ class Connection:
         try:
             if version is not None:
                 request = self._modern_request(rid, method, params, meta, version, reply)  # type: ignore[arg-type]
+            elif self.protocol_version is not None:  # a session's request, the common case, inlined
+                request = self.new_request(self, rid, method, params, self.protocol_version, HANDSHAKE,
+                                           self.log_level, reply)
             else:
                 request = self._handshake_request(rid, method, params, reply)
             entry = request.era.methods.get(method)

@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..contents import TEXT_MIME, combined_version, text_version, to_contents
+from ..contents import TEXT_MIME, combined_version, to_contents, version_of
 from ..context import Context
 from ..errors import InvalidParams, NotModified, ResourceNotFound
 from ..limits import put_bounded
@@ -78,7 +78,8 @@ def serve(req: Request, uri: str, build: Build, done: Callback | None = None) ->
             req.conn.app.router.forget(uri)  # no cache slot for what is not there
             raise
 
-    req.conn.server.runner.submit(job, done or req.complete)
+    server = req.conn.server
+    (server._runner or server.runner).submit(job, done or req.complete)  # the property once, to start it
     return PENDING
 
 
@@ -135,7 +136,9 @@ def _serve_listable(req: Request, uri: str, build: BuildListable, *, need_listab
 
 
 def read(req: Request) -> Any:
-    uri = uri_param(req)
+    uri = req.params.get("uri")
+    if type(uri) is not str or not uri or len(uri) > req.conn.limits.max_uri_length:
+        uri = uri_param(req)  # ``uri_param``'s common case inlined: every read passes here
     if req.optin.sep_2093:  # contents that carry Resource metadata
         return _serve_listable(req, uri, _read_result_sep_2093, need_listable=True)
     return serve(req, uri, read_result)
@@ -144,7 +147,7 @@ def read(req: Request) -> Any:
 def read_result(req: Request, handler: Handler, uri: str, value: Any) -> dict[str, Any]:
     if type(value) is str:  # the most common read, without Content records (to_wire's shape)
         mime = handler.mime_type or TEXT_MIME
-        version = text_version(value, mime)
+        version = version_of(value.encode("utf-8", "surrogatepass"), mime)  # text_version, inlined
         wire = [{"uri": uri, "mimeType": mime, "text": value, "_meta": {META_VERSION: version}}]
     else:
         contents = to_contents(uri, value, handler.mime_type)
