@@ -256,6 +256,7 @@ def test_a_subscribed_resource_refreshes_by_itself(page: Page, status_file: Path
     if page.input_value("#era") != era:
         page.select_option("#era", era)
         expect(page.locator("#status")).to_have_attribute("data-state", "connected", timeout=15_000)
+    expect(page.locator("#server-info")).to_contain_text("explorer-demo")  # named in either era
     page.click("#toggle-protocol")
     page.fill("#search", "live")
     page.locator('.item[data-uri="live://status"]').click()

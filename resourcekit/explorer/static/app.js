@@ -834,7 +834,8 @@ async function refreshAll() {
 
 function renderServerInfo() {
   const server = client.server || {};
-  const info = server.serverInfo; // 2026-07-28's server/discover names no server
+  // the handshake's serverInfo, or in 2026-07-28 the one every result carries in _meta
+  const info = server.serverInfo || (server._meta || {})["io.modelcontextprotocol/serverInfo"];
   const box = $("#server-info");
   box.replaceChildren(...[
     h("strong", {}, info ? info.title || info.name : "stateless server"),
