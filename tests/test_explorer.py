@@ -321,7 +321,9 @@ def test_the_page_reconnects_after_a_reload(browser: Browser, tmp_path: Path, er
         expect(page.locator("#status")).to_have_attribute("data-state", "connected", timeout=15_000)
         if era != "2025-11-25":
             page.select_option("#era", era)
-            expect(page.locator("#server-info")).to_contain_text("stateless")
+            expect(protocol_entries(page, "server/discover")).not_to_have_count(0)  # now stateless
+            expect(page.locator("#status")).to_have_attribute("data-state", "connected", timeout=15_000)
+        expect(page.locator("#server-info")).to_contain_text("reloading")
         page.click("#view-mode [data-mode=flat]")
         page.click("#toggle-protocol")
         page.locator('#list .item[data-uri="note://first"]').click()
