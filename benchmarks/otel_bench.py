@@ -33,21 +33,10 @@ def configure(mode: str) -> None:
     if mode == "absent":
         sys.modules["opentelemetry"] = None  # type: ignore[assignment]
         return
-    from opentelemetry import trace
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "servers"))
+    import _otel  # the benchmark servers' set-up (BENCH_OTEL), shared
 
-    if mode == "api":
-        return
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
-    from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased, TraceIdRatioBased
-
-    class Nowhere(SpanExporter):
-        def export(self, spans):  # type: ignore[no-untyped-def]
-            return SpanExportResult.SUCCESS
-
-    provider = TracerProvider(sampler=ParentBased(TraceIdRatioBased(0.01)) if mode == "sdk-1%" else ALWAYS_ON)
-    provider.add_span_processor(BatchSpanProcessor(Nowhere()))
-    trace.set_tracer_provider(provider)
+    _otel.configure(mode)
 
 
 async def child(mode: str, reads: int, telemetry: bool = True) -> float:

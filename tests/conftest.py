@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -26,3 +26,12 @@ def sdk() -> Iterator[Otel]:
         yield o
     finally:
         o.sampler.on = False
+
+
+@pytest.fixture(scope="module")
+def auth_server() -> Iterator[Any]:
+    """A real OAuth authorization server in the test process (the authorization tests)."""
+    from tests.oauth_server import AuthorizationServer  # Authlib: loaded only by the tests that use it
+
+    with AuthorizationServer() as server:
+        yield server

@@ -23,11 +23,6 @@ from tests.oauth_server import AuthorizationServer, SigningKey
 READ = "resources/read"
 
 
-@pytest.fixture(scope="module")
-def auth_server():
-    with AuthorizationServer() as server:
-        yield server
-
 
 @pytest.fixture(scope="module")
 def server(auth_server):

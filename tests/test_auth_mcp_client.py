@@ -15,7 +15,6 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from mcp.shared.exceptions import MCPError as ClientError
 
 from tests.auth_helpers import resource_server
-from tests.oauth_server import AuthorizationServer
 
 pytestmark = pytest.mark.anyio
 
@@ -37,11 +36,6 @@ class MemoryStorage:
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
         self.client = client_info
 
-
-@pytest.fixture(scope="module")
-def auth_server():
-    with AuthorizationServer() as server:
-        yield server
 
 
 @pytest.fixture(scope="module")

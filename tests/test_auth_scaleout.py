@@ -10,7 +10,6 @@ from collections.abc import Iterator
 import pytest
 
 from tests.auth_helpers import ResourceServer, resource_server
-from tests.oauth_server import AuthorizationServer
 from tests.redis_server import RedisProcess, redis_process
 
 AUDIENCE = "http://127.0.0.1:9/mcp"  # one canonical URL for every worker (behind one balancer)
@@ -21,11 +20,6 @@ def redis() -> Iterator[RedisProcess]:
     with redis_process() as server:
         yield server
 
-
-@pytest.fixture(scope="module")
-def auth_server() -> Iterator[AuthorizationServer]:
-    with AuthorizationServer() as server:
-        yield server
 
 
 def _read(rs: ResourceServer, token: str, sid: str) -> int:

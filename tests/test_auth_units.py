@@ -72,27 +72,27 @@ async def test_skills_and_children_show_only_what_the_principal_may_read():
     app = App("skills", scopes=["skills"])
     app.add_skills(COOKBOOK / "skills", poll=None)
 
-    @app.resource("dir://root", scopes=[], children=lambda: ["dir://root/a", "dir://root/b"])
+    @app.resource("dir://top", scopes=[], children=lambda: ["dir://top/a", "dir://top/b"])
     def root() -> str:
         return "root"
 
-    @app.resource("dir://root/a", scopes=[])
+    @app.resource("dir://top/a", scopes=[])
     def a() -> str:
         return "a"
 
-    @app.resource("dir://root/b", scopes=["b"])
+    @app.resource("dir://top/b", scopes=["b"])
     def b() -> str:
         return "b"
 
     async with Client(app, principal=Principal("nobody")) as client:
         assert (await client.request("skills/list"))["skills"] == []
-        page = await client.request("resources/directory/read", {"uri": "dir://root"})
-        assert [r["uri"] for r in page["resources"]] == ["dir://root/a"]
+        page = await client.request("resources/directory/read", {"uri": "dir://top"})
+        assert [r["uri"] for r in page["resources"]] == ["dir://top/a"]
     async with Client(app, principal=Principal("reader", scopes=["skills", "b"])) as client:
         skills = (await client.request("skills/list"))["skills"]
         assert skills
-        page = await client.request("resources/directory/read", {"uri": "dir://root"})
-        assert [r["uri"] for r in page["resources"]] == ["dir://root/a", "dir://root/b"]
+        page = await client.request("resources/directory/read", {"uri": "dir://top"})
+        assert [r["uri"] for r in page["resources"]] == ["dir://top/a", "dir://top/b"]
 
 
 def test_the_resource_server_checks_its_settings_and_names_its_metadata():

@@ -13,12 +13,12 @@ import os
 MODE = os.environ.get("BENCH_OTEL", "")
 
 
-def configure() -> None:
-    if not MODE:
+def configure(mode: str = MODE) -> None:
+    if not mode:
         return
     from opentelemetry import trace
 
-    if MODE == "api":
+    if mode == "api":
         return
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
@@ -28,9 +28,9 @@ def configure() -> None:
         def export(self, spans):  # type: ignore[no-untyped-def]
             return SpanExportResult.SUCCESS
 
-    if MODE not in ("sdk-1%", "sdk-all"):
-        raise SystemExit(f"BENCH_OTEL={MODE!r}: use api, sdk-1% or sdk-all")
-    provider = TracerProvider(sampler=ParentBased(TraceIdRatioBased(0.01)) if MODE == "sdk-1%" else ALWAYS_ON)
+    if mode not in ("sdk-1%", "sdk-all"):
+        raise SystemExit(f"BENCH_OTEL={mode!r}: use api, sdk-1% or sdk-all")
+    provider = TracerProvider(sampler=ParentBased(TraceIdRatioBased(0.01)) if mode == "sdk-1%" else ALWAYS_ON)
     provider.add_span_processor(BatchSpanProcessor(Nowhere()))
     trace.set_tracer_provider(provider)
 

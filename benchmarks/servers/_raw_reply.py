@@ -1,19 +1,44 @@
-"""The hand-built JSON-RPC replies of the two raw HTTP servers (``raw_http.py``, ``raw_asgi.py``).
+"""The hand-built JSON-RPC replies of the raw limits (``raw_loop.py`` over stdio, ``raw_http.py``
+and ``raw_asgi.py`` over HTTP).
 
-An if-chain dispatch and the reply dict built by hand, as ``raw_loop.py`` does over stdio: no
-hashing, no validation beyond what answering needs. Sessions are a set of ids handed out at
-``initialize``; the servers check them on every later request.
+An if-chain dispatch and the reply dict built by hand: no hashing, no validation beyond what
+answering needs. Sessions are a set of ids handed out at ``initialize``; the HTTP servers check
+them on every later request.
 """
-
-import secrets
 
 import _content as c
 
-TEXT = {c.BIG_URI: c.big_text()} if c.WORKLOAD == "big" else {c.SMALL_URI: c.SMALL_TEXT}
+STATIC = {}  # uri -> () -> str
+TEMPLATES = {}  # scheme -> (literal prefix after "://", (id) -> str)
+if c.WORKLOAD == "small":
+    STATIC[c.SMALL_URI] = lambda: c.SMALL_TEXT
+elif c.WORKLOAD == "big":
+    _big = c.big_text()
+    STATIC[c.BIG_URI] = lambda: _big
+elif c.WORKLOAD == "templates":
+    for _i in range(c.N_TEMPLATES):
+        TEMPLATES[f"tpl{_i}"] = ("item/", lambda id, i=_i: c.item_text(i, id))
+for _i in range(c.list_size()):
+    STATIC[c.static_uri(_i)] = lambda i=_i: c.static_text(i)
+LISTING = [{"uri": u, "name": u.rpartition("/")[2], "mimeType": "text/plain"} for u in STATIC]
+PAGE = 1000
 SESSIONS = set()
 
 
+def lookup(uri):
+    fn = STATIC.get(uri)
+    if fn is not None:
+        return fn()
+    scheme, _, rest = uri.partition("://")
+    tpl = TEMPLATES.get(scheme)
+    if tpl and rest.startswith(tpl[0]) and "/" not in rest[len(tpl[0]):]:
+        return tpl[1](rest[len(tpl[0]):])
+    return None
+
+
 def new_session():
+    import secrets  # HTTP only: the stdio limit does not pay for it at start-up
+
     sid = secrets.token_hex(16).encode()
     SESSIONS.add(sid)
     return sid
@@ -23,10 +48,15 @@ def reply(msg):
     """The JSON-RPC reply (a dict) to the request msg."""
     method, params = msg.get("method"), msg.get("params") or {}
     if method == "resources/read":
-        text = TEXT.get(params.get("uri"))
+        text = lookup(params.get("uri") or "")
         if text is None:
             return {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32002, "message": "Resource not found"}}
         result = {"contents": [{"uri": params["uri"], "mimeType": "text/plain", "text": text}]}
+    elif method == "resources/list":
+        start = int(params.get("cursor") or 0)
+        result = {"resources": LISTING[start:start + PAGE]}
+        if start + PAGE < len(LISTING):
+            result["nextCursor"] = str(start + PAGE)
     elif method == "initialize":
         result = {"protocolVersion": params.get("protocolVersion", "2025-11-25"),
                   "capabilities": {"resources": {}}, "serverInfo": {"name": "raw", "version": "0"}}
