@@ -82,10 +82,3 @@ class LoggedRequest(Request):
         if not self.cancelled:
             _line(self.method, self.params, "cancelled", time.perf_counter() - self.started)
         super().cancel()
-
-    def complete(self, ok: bool, value: Any) -> None:
-        # ``Request.complete`` inlines ``respond``: come back through the logging one
-        if ok:
-            self.respond(value)
-        else:
-            self.fail(value)

@@ -219,11 +219,11 @@ class Connection:
         try:
             if version is not None:
                 request = self._modern_request(rid, method, params, meta, version, reply)  # type: ignore[arg-type]
-            elif self.protocol_version is not None:  # a session's request, the common case, inlined
+            else:
+                if self.protocol_version is None:
+                    self._before_initialize(method)
                 request = self.new_request(self, rid, method, params, self.protocol_version, HANDSHAKE,
                                            self.log_level, reply)
-            else:
-                request = self._handshake_request(rid, method, params, reply)
             entry = request.era.methods.get(method)
             if entry is None:
                 raise MethodNotFound(f"Method not found: {method}", {"method": method})
@@ -253,10 +253,9 @@ class Connection:
             loop = self.server.loop
             request.task = loop.create_task(coro) if traced is None else traced.spawn(loop, coro)
 
-    def _handshake_request(
-        self, rid: Any, method: str, params: dict[str, Any], reply: Send
-    ) -> Request:
-        if self.protocol_version is None and method not in ("initialize", "ping"):
+    def _before_initialize(self, method: str) -> None:
+        """A session request before ``initialize``: only ``initialize`` and ``ping`` may come."""
+        if method not in ("initialize", "ping"):
             if method in STATELESS.methods and method not in HANDSHAKE.methods:
                 raise InvalidParams(
                     f"Invalid params: {method} needs _meta['{META_PROTOCOL_VERSION}']",
@@ -267,7 +266,6 @@ class Connection:
                 f"_meta['{META_PROTOCOL_VERSION}']",
                 {"missing": [META_PROTOCOL_VERSION]},
             )
-        return self.new_request(self, rid, method, params, self.protocol_version, HANDSHAKE, self.log_level, reply)
 
     def _modern_request(
         self,

@@ -96,13 +96,10 @@ class Request:
 
     def complete(self, ok: bool, value: Any) -> None:
         """Callback for worker threads: ``value`` is the result dict or the exception."""
-        if not ok:
+        if ok:
+            self.respond(value)
+        else:
             self.fail(value)
-        elif not self.cancelled:  # ``respond``, inlined: every sync read passes here
-            self.conn.inflight.pop(self.id, None)
-            if self.modern:
-                self.era.decorate(value, self.conn.server.server_info)
-            self.reply({"jsonrpc": "2.0", "id": self.id, "result": value})
 
     def cancel(self) -> None:
         self.cancelled = True

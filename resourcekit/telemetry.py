@@ -80,19 +80,16 @@ class _Instruments:
         self.root = context.Context()  # notifications start their own traces (linked to their causes)
         self.tracer = trace.get_tracer("resourcekit")
         meter = (meter_provider or metrics.get_meter_provider()).get_meter("resourcekit")
-        self.operation = meter.create_histogram(
-            OPERATION_DURATION, "s", "MCP request duration as observed on the server, until its answer is sent",
-            explicit_bucket_boundaries_advisory=BUCKETS)
-        self.session = meter.create_histogram(
-            SESSION_DURATION, "s", "The duration of an MCP session (a stdio connection, an HTTP session)",
-            explicit_bucket_boundaries_advisory=BUCKETS)
+
+        def seconds(name: str, description: str) -> Any:
+            return meter.create_histogram(name, "s", description, explicit_bucket_boundaries_advisory=BUCKETS)
+
+        self.operation = seconds(OPERATION_DURATION,
+                                 "MCP request duration as observed on the server, until its answer is sent")
+        self.session = seconds(SESSION_DURATION, "The duration of an MCP session (a stdio connection, an HTTP session)")
         self.sent = meter.create_counter(NOTIFICATIONS, "{notification}", "Notifications sent to subscribers")
-        self.delay = meter.create_histogram(
-            NOTIFICATION_DELAY, "s", "From a change being reported to its notification being written",
-            explicit_bucket_boundaries_advisory=BUCKETS)
-        self.stream = meter.create_histogram(
-            STREAM_DURATION, "s", "How long a subscriptions/listen or GET stream stayed open",
-            explicit_bucket_boundaries_advisory=BUCKETS)
+        self.delay = seconds(NOTIFICATION_DELAY, "From a change being reported to its notification being written")
+        self.stream = seconds(STREAM_DURATION, "How long a subscriptions/listen or GET stream stayed open")
         meter.create_observable_up_down_counter(
             SUBSCRIPTIONS, [_count_subscriptions], "{subscription}", "URIs subscribed to, per subscriber")
 

@@ -78,8 +78,7 @@ def serve(req: Request, uri: str, build: Build, done: Callback | None = None) ->
             req.conn.app.router.forget(uri)  # no cache slot for what is not there
             raise
 
-    server = req.conn.server
-    (server._runner or server.runner).submit(job, done or req.complete)  # the property once, to start it
+    req.conn.server.runner.submit(job, done or req.complete)
     return PENDING
 
 
@@ -136,9 +135,7 @@ def _serve_listable(req: Request, uri: str, build: BuildListable, *, need_listab
 
 
 def read(req: Request) -> Any:
-    uri = req.params.get("uri")
-    if type(uri) is not str or not uri or len(uri) > req.conn.limits.max_uri_length:
-        uri = uri_param(req)  # ``uri_param``'s common case inlined: every read passes here
+    uri = uri_param(req)
     if req.optin.sep_2093:  # contents that carry Resource metadata
         return _serve_listable(req, uri, _read_result_sep_2093, need_listable=True)
     return serve(req, uri, read_result)
