@@ -31,6 +31,8 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .errors import MCPError
+from .sampling import ID_LIMIT, Dropped, presampler
+from .versions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION, MODERN_VERSIONS
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -79,6 +81,7 @@ class _Instruments:
         self.extract = propagate.extract
         self.root = context.Context()  # notifications start their own traces (linked to their causes)
         self.tracer = trace.get_tracer("resourcekit")
+        self.presample = presampler(self.tracer)
         meter = (meter_provider or metrics.get_meter_provider()).get_meter("resourcekit")
 
         def seconds(name: str, description: str) -> Any:
@@ -165,31 +168,33 @@ class Traced:
         self.inner = reply
         self.conn = conn
         self.rid = rid
-        self.method = method = method if method in KNOWN_METHODS else OTHER
+        if method not in KNOWN_METHODS:
+            method = OTHER
+        self.method = method
         self.exception: BaseException | None = None
         self.acked: float | None = None  # when a listen stream was acknowledged
-        self.start = time.perf_counter()
-        # what a sampler may look at, given at the start; the rest only for a span that records
-        attrs: dict[str, Any] = {METHOD: method}
-        transport = conn.server.transport
-        if transport is not None:
-            attrs[TRANSPORT] = transport
-            if transport == "tcp":
-                attrs[PROTOCOL_NAME] = "http"
-        meta = params.get("_meta") if type(params) is dict else None
-        version = meta.get("io.modelcontextprotocol/protocolVersion") if type(meta) is dict else None
-        version = version if isinstance(version, str) else conn.protocol_version
-        if version is not None:
-            attrs[PROTOCOL_VERSION] = version
-        self.attrs = attrs  # the metric's too: no id, no URI, no session (copied before the span adds any)
         self.context: Context | None = None
-        self.span: Span | None = None
+        self.span: Span | Dropped | None = None
+        self.start = _now()
+        meta = params.get("_meta") if type(params) is dict else None
+        version = meta.get(META_PROTOCOL_VERSION) if type(meta) is dict else None
+        key = (method, conn.server.transport, version if type(version) is str else conn.protocol_version)
+        # what a sampler may look at, given at the start (the rest only for a span that records);
+        # the metric's too: no id, no URI, no session. Shared by requests alike: never changed.
+        self.attrs = attrs = _ATTRIBUTES.get(key) or _attributes(key)
         try:
             if type(meta) is dict and ("traceparent" in meta or "baggage" in meta):
                 # a malformed traceparent yields no parent: the span starts its own trace
                 self.context = instruments.extract({k: v for k, v in meta.items() if type(v) is str})
             else:  # the current context, looked up once here rather than three times in the SDK
-                self.context = instruments.context.get_current()
+                self.context = context = instruments.context.get_current()
+                presample = instruments.presample
+                if presample is not None and not context:  # a root span, sampled by the SDK's own rule
+                    trace_id = presample.inner.generate_trace_id()
+                    if trace_id & ID_LIMIT >= presample.bound:  # dropped: no SDK span at all
+                        self.span = Dropped(trace_id, presample.inner)
+                        return
+                    presample.prime(trace_id)  # sampled: the SDK's span gets this trace id
             span = self.span = instruments.tracer.start_span(self.method, self.context,
                                                              instruments.trace.SpanKind.SERVER, attrs)
             if span.is_recording():  # most are sampled out: they skip what follows
@@ -205,9 +210,14 @@ class Traced:
 
     def __call__(self, message: Any) -> None:
         if type(message) is dict:
-            if self.span is not None:
+            span = self.span
+            if span is not None:
                 if message.get("id", ...) == self.rid:
-                    self._end(message)
+                    if type(span) is Dropped and "error" not in message and self.method != "initialize":
+                        self.span = None  # the common answer of a sampled-out request: its duration only
+                        self.on.operation.record(_now() - self.start, self.attrs)
+                    else:
+                        self._end(message)
                 elif message.get("method") == ACKNOWLEDGED:  # the stream is open: its span ends
                     self.acked = time.perf_counter()
                     self._end(message)
@@ -220,6 +230,8 @@ class Traced:
         span = self.span
         if span is None:  # answered already
             return loop.create_task(coro)
+        if type(span) is Dropped:  # the handler's own spans need a parent: a non-recording one
+            span = span.made(self.on.trace)
         token = self.on.context.attach(self.on.trace.set_span_in_context(span, self.context))
         try:
             return loop.create_task(coro)
@@ -243,12 +255,13 @@ class Traced:
         if type(error) is dict:
             code = str(error.get("code"))
             failed = {ERROR_TYPE: code, STATUS_CODE: code}
-            span.set_attributes(failed)
-            exc = self.exception
-            why = exc.message if isinstance(exc, MCPError) else str(error.get("message"))
-            span.set_status(self.on.trace.Status(self.on.trace.StatusCode.ERROR, why))
-            if exc is not None:
-                span.record_exception(exc)
+            if not isinstance(span, Dropped) and span.is_recording():
+                span.set_attributes(failed)
+                exc = self.exception
+                why = exc.message if isinstance(exc, MCPError) else str(error.get("message"))
+                span.set_status(self.on.trace.Status(self.on.trace.StatusCode.ERROR, why))
+                if exc is not None:
+                    span.record_exception(exc)
         if PROTOCOL_VERSION not in self.attrs and self.conn.protocol_version is not None:  # initialize
             self.attrs = {**self.attrs, PROTOCOL_VERSION: self.conn.protocol_version}
             span.set_attribute(PROTOCOL_VERSION, self.conn.protocol_version)
@@ -256,11 +269,30 @@ class Traced:
             _sessions[self.conn] = time.perf_counter()
         self._finish(span, failed)
 
-    def _finish(self, span: Span, extra: dict[str, Any] | None) -> None:
+    def _finish(self, span: Span | Dropped, extra: dict[str, Any] | None) -> None:
         self.span = None
         span.end()
         attrs = self.attrs if extra is None else {**self.attrs, **extra}
         self.on.operation.record(time.perf_counter() - self.start, attrs)
+
+
+_ATTRIBUTES: dict[tuple[str, str | None, str | None], dict[str, Any]] = {}
+_now = time.perf_counter
+
+
+def _attributes(key: tuple[str, str | None, str | None]) -> dict[str, Any]:
+    """The attributes every request of one method, transport and protocol version starts with."""
+    method, transport, version = key
+    attrs: dict[str, Any] = {METHOD: method}
+    if transport is not None:
+        attrs[TRANSPORT] = transport
+        if transport == "tcp":
+            attrs[PROTOCOL_NAME] = "http"
+    if version is not None:
+        attrs[PROTOCOL_VERSION] = version
+    if version is None or version in HANDSHAKE_VERSIONS or version in MODERN_VERSIONS:  # bounded
+        _ATTRIBUTES[key] = attrs
+    return attrs
 
 
 def _one_uri(params: dict[str, Any]) -> str | None:

@@ -35,6 +35,17 @@ async def bump() -> str:
     return "bumped"
 
 
+@app.resource("span://child")
+async def child() -> str:
+    """The span context a handler's own span gets: its parent is this request's span."""
+    from opentelemetry import trace
+
+    with trace.get_tracer("app").start_as_current_span("child") as span:
+        context = span.get_span_context()
+        return json.dumps({"trace_id": f"{context.trace_id:032x}", "valid": context.is_valid,
+                           "sampled": context.trace_flags.sampled, "recording": span.is_recording()})
+
+
 if os.environ.get("SPANS_FILE"):
     from opentelemetry import trace
     from opentelemetry.sdk.trace import TracerProvider
@@ -56,6 +67,12 @@ if os.environ.get("SPANS_FILE"):
                     }) + "\n")
             return SpanExportResult.SUCCESS
 
-    provider = TracerProvider()
+    ratio = os.environ.get("SAMPLE_RATIO")  # the SDK's ratio sampler, as production servers run
+    if ratio is not None:
+        from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+
+        provider = TracerProvider(sampler=ParentBased(TraceIdRatioBased(float(ratio))))
+    else:
+        provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(JsonLines(os.environ["SPANS_FILE"])))
     trace.set_tracer_provider(provider)
