@@ -64,7 +64,11 @@ def presampler(tracer: Any) -> Primed | None:
         bound = 0
     else:  # any other sampler decides in the SDK, span by span
         return None
-    primed = tracer.id_generator = Primed(tracer.id_generator, bound)
+    primed = tracer.id_generator
+    if type(primed) is Primed:  # the instruments made again (another meter provider)
+        primed.bound = bound
+    else:
+        primed = tracer.id_generator = Primed(primed, bound)
     return primed
 
 

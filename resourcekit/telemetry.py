@@ -197,6 +197,8 @@ class Traced:
                     presample.prime(trace_id)  # sampled: the SDK's span gets this trace id
             span = self.span = instruments.tracer.start_span(self.method, self.context,
                                                              instruments.trace.SpanKind.SERVER, attrs)
+            if instruments.presample is not None:
+                instruments.presample.next = None  # unused if the SDK made no span of its own
             if span.is_recording():  # most are sampled out: they skip what follows
                 more: dict[str, Any] = {REQUEST_ID: str(rid)}
                 if conn.session_id is not None:

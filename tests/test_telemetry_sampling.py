@@ -119,3 +119,10 @@ def test_with_nothing_sampled_a_parent_still_decides_and_handlers_get_a_valid_tr
         assert span["parent_id"] == "b7ad6b7169203331"
     finally:
         assert server.close() == 0
+
+
+def test_made_again_the_tracer_keeps_one_primed_generator() -> None:
+    tracer = TracerProvider(sampler=ParentBased(TraceIdRatioBased(0.25))).get_tracer("again")
+    first = presampler(tracer)
+    assert first is not None and presampler(tracer) is first and tracer.id_generator is first
+    assert type(first.inner).__name__ == "RandomIdGenerator"
