@@ -71,8 +71,8 @@ _GUESSABLE = frozenset({None, "application/octet-stream", "text/plain"})
 _PLAIN = frozenset({"name", "mime_type"})  # a resource declared with only these keeps no listed object
 
 
-def _bad_resource_uri(uri: object) -> DefinitionError:
-    if not isinstance(uri, str) or not uri:
+def _bad_resource_uri(uri: str) -> DefinitionError:
+    if not uri:
         return DefinitionError(f"resource URI must be a non-empty string, not {uri!r}")
     if "{" in uri or "}" in uri:
         return DefinitionError(f"{uri!r} looks like a URI template: declare it with @app.template")
@@ -174,12 +174,14 @@ class Registry:
 
     def add_resource(self, fn: Callable[..., Any], uri: str, **options: Unpack[ResourceOptions]) -> Handler:
         """Register ``fn`` as the resource at ``uri`` (what ``@app.resource`` does)."""
+        if not isinstance(uri, str):
+            raise DefinitionError(f"resource URI must be a non-empty string, not {uri!r}")
         return self._add_resource(fn, uri, options)
 
     def _add_resource(self, fn: Callable[..., Any], uri: str, options: ResourceOptions) -> Handler:
         # the options arrive as the dict the caller's keywords made: declaring 100,000
         # resources is a hot path, taken in as few calls as the checks allow
-        if not isinstance(uri, str) or not uri or "{" in uri or "}" in uri or ":" not in uri:
+        if not uri or "{" in uri or "}" in uri or ":" not in uri:  # a str: its callers checked
             raise _bad_resource_uri(uri)
         sig = self._signatures.signature(fn)
         if sig.params:
@@ -286,10 +288,9 @@ class Registry:
             self._seq += 1
             handler.seq = seq = self._seq
             if handler.template is None:
-                exact = self.router.exact  # Router.add, inlined for the most common case
-                if handler.uri in exact:
+                # Router.add, inlined for the most common case
+                if self.router.exact.setdefault(handler.uri, handler) is not handler:
                     raise DuplicateResourceError(handler.uri, handler.uri)
-                exact[handler.uri] = handler
                 self.resources.append(seq, handler)
             else:
                 self.router.add(handler)

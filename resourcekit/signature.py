@@ -186,40 +186,46 @@ class SignatureCache:
     inspected (and becomes the one its code's later functions are compared with).
     """
 
-    __slots__ = ("_entries",)
+    __slots__ = ("_entries", "_last")
 
     def __init__(self) -> None:
-        # code -> (its function's referents, the cells' place among them or -1, Signature)
-        self._entries: dict[types.CodeType, tuple[list[Any], int, Signature]] = {}
+        # code -> (code, its function's referents, the cells' place among them or -1, Signature)
+        self._entries: dict[types.CodeType, tuple[types.CodeType, list[Any], int, Signature]] = {}
+        self._last: tuple[types.CodeType, list[Any], int, Signature] | None = None  # closures come in runs
 
     def signature(self, fn: Callable[..., Any]) -> Signature:
         """``fn``'s Signature; DefinitionError if it is not callable."""
-        if type(fn) is not types.FunctionType or not _REFERENTS:
+        if type(fn) is not _FUNCTION or not _REFERENTS:
             if not callable(fn):
                 raise DefinitionError(f"{fn!r} is not callable")
             return inspect_handler(fn)
-        facts = gc.get_referents(fn)  # before inspect_handler reads (and so builds) __annotations__
+        facts = _referents(fn)  # before inspect_handler reads (and so builds) __annotations__
         closure = fn.__closure__
         code = fn.__code__
-        entry = self._entries.get(code)
+        entry = self._last
+        if entry is None or entry[0] is not code:
+            entry = self._entries.get(code)
         at = -1  # where the cells are among the facts (the first function's place, most likely)
         if closure is not None:
-            at = entry[1] if entry is not None else 0
+            at = entry[2] if entry is not None else 0
             if at >= len(facts) or facts[at] is not closure:
                 at = next(i for i, fact in enumerate(facts) if fact is closure)
             facts[at] = None
-        if entry is not None and entry[1] == at:
+        if entry is not None and entry[2] == at:
             try:
-                same = entry[0] == facts
+                same = entry[1] == facts
             except Exception:  # a default whose == raises or is not a bool (an array): inspect
                 same = False
             if same:
-                return entry[2]
+                self._last = entry
+                return entry[3]
         sig = inspect_handler(fn)
-        self._entries[code] = (facts, at, sig)
+        self._entries[code] = self._last = (code, facts, at, sig)
         return sig
 
 
+_FUNCTION = types.FunctionType
+_referents = gc.get_referents
 # CPython lists a function's code, globals, defaults, annotations... as its referents
 _REFERENTS = sys.implementation.name == "cpython"
 
