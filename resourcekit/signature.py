@@ -179,9 +179,9 @@ class SignatureCache:
     Closures made by one ``def`` (a factory declaring 100,000 resources) share a code
     object and, almost always, everything ``inspect_handler`` reads of them: their
     annotations, defaults, docstring, name, globals, ``__dict__`` (``__wrapped__``).
-    ``gc.get_referents`` lists exactly those, and the closure's cells (left out of the
-    comparison), without reading ``__annotations__``: that would build a dict on every
-    closure (184 bytes each, kept by the function).  A function that differs in any of
+    ``gc.get_referents`` lists exactly those, and the closure's cells (the one fact that
+    differs between siblings, so not compared), without reading ``__annotations__``: that
+    would build a dict on every closure (184 bytes each, kept by the function).  A function that differs in any of
     them, or whose annotations were replaced or read since, compares unequal and is
     inspected (and becomes the one its code's later functions are compared with).
     """
@@ -189,45 +189,43 @@ class SignatureCache:
     __slots__ = ("_entries", "_last")
 
     def __init__(self) -> None:
-        # code -> (code, its function's referents, the cells' place among them or -1, Signature)
+        # code -> (code, a function's referents, the place of its cells among them or -1, Signature)
         self._entries: dict[types.CodeType, tuple[types.CodeType, list[Any], int, Signature]] = {}
         self._last: tuple[types.CodeType, list[Any], int, Signature] | None = None  # closures come in runs
 
     def signature(self, fn: Callable[..., Any]) -> Signature:
         """``fn``'s Signature; DefinitionError if it is not callable."""
-        if type(fn) is not _FUNCTION or not _REFERENTS:
+        if type(fn) is not _CACHED:
             if not callable(fn):
                 raise DefinitionError(f"{fn!r} is not callable")
             return inspect_handler(fn)
         facts = _referents(fn)  # before inspect_handler reads (and so builds) __annotations__
-        closure = fn.__closure__
         code = fn.__code__
         entry = self._last
         if entry is None or entry[0] is not code:
             entry = self._entries.get(code)
-        at = -1  # where the cells are among the facts (the first function's place, most likely)
-        if closure is not None:
-            at = entry[2] if entry is not None else 0
-            if at >= len(facts) or facts[at] is not closure:
-                at = next(i for i, fact in enumerate(facts) if fact is closure)
-            facts[at] = None
-        if entry is not None and entry[2] == at:
+        if entry is not None:
+            known, at = entry[1], entry[2]
+            if at >= 0:
+                known[at] = fn.__closure__  # the cells are the one fact that differs (elsewhere: unequal)
             try:
-                same = entry[1] == facts
+                same = known == facts
             except Exception:  # a default whose == raises or is not a bool (an array): inspect
                 same = False
             if same:
                 self._last = entry
                 return entry[3]
+        closure = fn.__closure__
+        at = -1 if closure is None else next(i for i, fact in enumerate(facts) if fact is closure)
         sig = inspect_handler(fn)
         self._entries[code] = self._last = (code, facts, at, sig)
         return sig
 
 
-_FUNCTION = types.FunctionType
+# CPython lists a function's code, globals, defaults, annotations... as its referents;
+# elsewhere every function is inspected
+_CACHED = types.FunctionType if sys.implementation.name == "cpython" else None
 _referents = gc.get_referents
-# CPython lists a function's code, globals, defaults, annotations... as its referents
-_REFERENTS = sys.implementation.name == "cpython"
 
 
 def _is_typeddict(tp: Any) -> bool:
