@@ -16,6 +16,7 @@ from .errors import (
     QueryDefaultError,
     TemplateSyntaxError,
     UnknownParameterError,
+    bad_resource_uri,
     decorator_without_uri,
 )
 from .handler import DEFAULT_OPTIONS, Handler, Options, completers_for, normalize_annotations
@@ -69,14 +70,6 @@ if TYPE_CHECKING:  # the keyword options, for type checkers only: importing typi
 CACHE_SCOPES = ("public", "private")
 _GUESSABLE = frozenset({None, "application/octet-stream", "text/plain"})
 _PLAIN = frozenset({"name", "mime_type"})  # a resource declared with only these keeps no listed object
-
-
-def _bad_resource_uri(uri: str) -> DefinitionError:
-    if not uri:
-        return DefinitionError(f"resource URI must be a non-empty string, not {uri!r}")
-    if "{" in uri or "}" in uri:
-        return DefinitionError(f"{uri!r} looks like a URI template: declare it with @app.template")
-    return DefinitionError(f"resource URI {uri!r} has no scheme (e.g. 'notes://{uri}')")
 
 
 class Registry:
@@ -175,26 +168,25 @@ class Registry:
     def add_resource(self, fn: Callable[..., Any], uri: str, **options: Unpack[ResourceOptions]) -> Handler:
         """Register ``fn`` as the resource at ``uri`` (what ``@app.resource`` does)."""
         if not isinstance(uri, str):
-            raise DefinitionError(f"resource URI must be a non-empty string, not {uri!r}")
+            raise bad_resource_uri(uri)
         return self._add_resource(fn, uri, options)
 
     def _add_resource(self, fn: Callable[..., Any], uri: str, options: ResourceOptions) -> Handler:
         # the options arrive as the dict the caller's keywords made: declaring 100,000
         # resources is a hot path, taken in as few calls as the checks allow
         if not uri or "{" in uri or "}" in uri or ":" not in uri:  # a str: its callers checked
-            raise _bad_resource_uri(uri)
+            raise bad_resource_uri(uri)
         sig = self._signatures.signature(fn)
-        if sig.params:
-            for param in sig.params.values():
-                if param.required:
-                    raise UnknownParameterError(uri, param.name, sig.name)
+        for param in sig.params.values():
+            if param.required:
+                raise UnknownParameterError(uri, param.name, sig.name)
         if _PLAIN.issuperset(options):  # no listed object kept, no Options: see Handler.wire
             declared = options.get("mime_type")
             mime_type = declared or sig.mime_type
             if declared is None and "." in uri and mime_type in _GUESSABLE:  # as in _register
                 mime_type = guess_mime_type(uri, "") or mime_type
-            return self._insert(Handler(uri, None, fn, sig, mime_type, None, DEFAULT_OPTIONS, 0,
-                                        options.get("name") or sig.name))
+            name = options.get("name") or sig.name
+            return self._insert(Handler(uri, None, fn, sig, mime_type, None, DEFAULT_OPTIONS, 0, name))
         if "lister" in options or "complete" in options:
             raise DefinitionError(f"lister and complete are template options; {uri!r} is a resource")
         return self._register(fn, uri, None, sig, **options)
@@ -257,9 +249,7 @@ class Registry:
         mime_type = mime_type or sig.mime_type
         if declared_mime is None and mime_type in _GUESSABLE:
             # a URI ending in .png or .md says more than a bare ``bytes``/``str``
-            guessed = guess_mime_type(uri.split("{", 1)[0] if template else uri, "")
-            if guessed:
-                mime_type = guessed
+            mime_type = guess_mime_type(uri.split("{", 1)[0] if template else uri, "") or mime_type
         name = name or sig.name
         extras = DEFAULT_OPTIONS
         wire = None  # a plain resource's is made when listed (Handler.wire): 184 bytes less each
