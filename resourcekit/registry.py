@@ -177,7 +177,7 @@ class Registry:
         if not uri or "{" in uri or "}" in uri or ":" not in uri:  # a str: its callers checked
             raise bad_resource_uri(uri)
         sig = self._signatures.signature(fn)
-        for param in sig.params.values():
+        for param in sig.params.values() if sig.params else ():
             if param.required:
                 raise UnknownParameterError(uri, param.name, sig.name)
         if _PLAIN.issuperset(options):  # no listed object kept, no Options: see Handler.wire
