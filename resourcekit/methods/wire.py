@@ -61,10 +61,9 @@ def resource_wire(handler: Handler, versions: Mapping[str, str], uri: str | None
 
 def resource_wires(handlers: list[Handler | None], versions: Mapping[str, str]) -> list[dict[str, Any]]:
     """The Resource objects of concrete handlers for clients that opted in to nothing (None: skipped)."""
-    if versions:
-        return [resource_wire(h, versions) for h in handlers if h is not None]
-    # nothing read yet, so no versions: a handler without options is listed as its ``wire``
-    return [h.wire if h.options is DEFAULT_OPTIONS else resource_wire(h, versions) for h in handlers if h is not None]
+    # a handler without options nor a version yet (not read since it was declared) is its ``wire``
+    return [h.wire if h.options is DEFAULT_OPTIONS and h.uri not in versions else resource_wire(h, versions)
+            for h in handlers if h is not None]
 
 
 def fresh_resource(handler: Handler, tracker: Tracker | None, uri: str) -> dict[str, Any]:
