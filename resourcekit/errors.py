@@ -30,6 +30,7 @@ __all__ = [
     "UnknownParameterError",
     "UnsupportedParameterType",
     "UnsupportedVersion",
+    "bad_resource_uri",
     "decorator_without_uri",
 ]
 
@@ -122,6 +123,15 @@ def decorator_without_uri(kind: str, given: object) -> DefinitionError:
             f"@app.{kind}(\"{example}\") above def {name}(), not @app.{kind}")
     return DefinitionError(f"@app.{kind}(...) takes the URI as a string first, not {given!r}: "
                            f"@app.{kind}(\"{example}\")")
+
+
+def bad_resource_uri(uri: object) -> DefinitionError:
+    """What is wrong with a resource URI that is not a non-empty ``scheme:...`` string without braces."""
+    if not isinstance(uri, str) or not uri:
+        return DefinitionError(f"resource URI must be a non-empty string, not {uri!r}")
+    if "{" in uri or "}" in uri:
+        return DefinitionError(f"{uri!r} looks like a URI template: declare it with @app.template")
+    return DefinitionError(f"resource URI {uri!r} has no scheme (e.g. 'notes://{uri}')")
 
 
 # --- wire errors ---------------------------------------------------------------

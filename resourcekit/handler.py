@@ -93,11 +93,12 @@ class Handler:
     """Everything known about one resource (``template is None``) or template.
 
     Built once at decoration time; the protocol core only reads it.  Registering
-    100,000 resources builds 100,000 of these, so the common fields are slots and
-    the rarely-set ones live in a shared ``Options``.
+    100,000 resources builds 100,000 of these, so the common fields are slots, the
+    rarely-set ones live in a shared ``Options``, and a plain resource's listed
+    object (``wire``) is made when listed rather than kept.
     """
 
-    __slots__ = ("fn", "memo", "mime_type", "options", "seq", "sig", "template", "uri", "wire")
+    __slots__ = ("_wire", "fn", "memo", "mime_type", "name", "options", "seq", "sig", "template", "uri")
 
     def __init__(
         self,
@@ -106,21 +107,40 @@ class Handler:
         fn: Callable[..., Any],
         sig: Signature,
         mime_type: str | None,
-        wire: dict[str, Any],
+        wire: dict[str, Any] | None,
         options: Options,
         seq: int,
+        name: str,
     ) -> None:
         self.uri = uri  # the URI, or the template string for a template
         self.template = template
         self.fn = fn
         self.sig = sig
         self.mime_type = mime_type
-        self.wire = wire  # the Resource / ResourceTemplate object as listed (without _meta)
+        self.name = name
+        # the Resource / ResourceTemplate object as listed (without _meta); None: made
+        # from name, uri, sig.description and mime_type when asked for (``wire``)
+        self._wire = wire
         self.options = options
         self.seq = seq
         # facts the protocol works out on first use (how to call children=, a warning given):
         # kept here, so they go when the declaration goes
         self.memo: dict[str, Any] | None = None
+
+    @property
+    def wire(self) -> dict[str, Any]:
+        """The Resource / ResourceTemplate object as listed (without _meta); do not change it."""
+        wire = self._wire
+        if wire is not None:
+            return wire
+        description, mime_type = self.sig.description, self.mime_type
+        if not description:
+            if mime_type:
+                return {"name": self.name, "uri": self.uri, "mimeType": mime_type}
+            return {"name": self.name, "uri": self.uri}
+        if mime_type:
+            return {"name": self.name, "uri": self.uri, "description": description, "mimeType": mime_type}
+        return {"name": self.name, "uri": self.uri, "description": description}
 
     def remembered(self, key: str) -> Any:
         return self.memo.get(key) if self.memo is not None else None
@@ -142,10 +162,6 @@ class Handler:
     children = _delegate("children")
     poll = _delegate("poll")
     scopes = _delegate("scopes")
-
-    @property
-    def name(self) -> str:
-        return str(self.wire["name"])
 
     def convert(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         """Typed keyword arguments from matched strings; ValueError if they do not convert."""

@@ -81,6 +81,21 @@ class SeqIndex(Generic[T]):
             i += 1
         return out, False
 
+    def slice(self, after: int, limit: int) -> tuple[list[T | None], int, bool]:
+        """Up to ``limit`` items with seq > ``after``, the seq of the last one (``after``
+        if none), and whether more follow: one slice when nothing was removed.
+
+        An item removed while the slice is taken may show as None (skip it).
+        """
+        if self._dead:
+            page, more = self.page(after, limit)
+            return [item for _, item in page], page[-1][0] if page else after, more
+        seqs, items = self._lists
+        n = len(seqs)
+        i = bisect_right(seqs, after, 0, n)
+        j = min(i + limit, n)
+        return items[i:j], seqs[j - 1] if j > i else after, j < n
+
 
 _KEY = os.urandom(32)
 _TAG = 8  # bytes of HMAC-SHA256 kept: forging one is a 2**64 guess

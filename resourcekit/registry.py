@@ -5,17 +5,18 @@ from __future__ import annotations
 import inspect
 import os
 import threading
-import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .contents import guess_mime_type
 from .errors import (
     DefinitionError,
+    DuplicateResourceError,
     MissingParameterError,
     QueryDefaultError,
     TemplateSyntaxError,
     UnknownParameterError,
+    bad_resource_uri,
     decorator_without_uri,
 )
 from .handler import DEFAULT_OPTIONS, Handler, Options, completers_for, normalize_annotations
@@ -23,7 +24,7 @@ from .limits import DEFAULT_LIMITS, Limits
 from .pagination import SeqIndex
 from .router import Router
 from .scopes import NO_SCOPES, normalize_scopes
-from .signature import Signature, inspect_handler
+from .signature import Signature, SignatureCache
 from .templates import UriTemplate
 from .tracking import Tracker
 
@@ -68,6 +69,7 @@ if TYPE_CHECKING:  # the keyword options, for type checkers only: importing typi
 
 CACHE_SCOPES = ("public", "private")
 _GUESSABLE = frozenset({None, "application/octet-stream", "text/plain"})
+_PLAIN = frozenset({"name", "mime_type"})  # a resource declared with only these keeps no listed object
 
 
 class Registry:
@@ -119,7 +121,7 @@ class Registry:
         self.templates: SeqIndex[Handler] = SeqIndex()
         self.listed_templates: SeqIndex[Handler] = SeqIndex()  # templates with a lister
         self._seq = 0
-        self._sig_cache: dict[Any, tuple[Any, Signature]] = {}
+        self._signatures = SignatureCache()
         self._lock = threading.Lock()
         self._tracker: Tracker | None = None
         self.skills: SkillCatalog | None = None  # what add_skills mounted (SEP-2640)
@@ -165,29 +167,29 @@ class Registry:
 
     def add_resource(self, fn: Callable[..., Any], uri: str, **options: Unpack[ResourceOptions]) -> Handler:
         """Register ``fn`` as the resource at ``uri`` (what ``@app.resource`` does)."""
+        if not isinstance(uri, str):
+            raise bad_resource_uri(uri)
         return self._add_resource(fn, uri, options)
 
     def _add_resource(self, fn: Callable[..., Any], uri: str, options: ResourceOptions) -> Handler:
         # the options arrive as the dict the caller's keywords made: declaring 100,000
-        # resources is a hot path, and copying it again is a tenth of the cost
-        if "lister" in options or "complete" in options:
-            raise DefinitionError(f"lister and complete are template options; {uri!r} is a resource")
-        return self._register(fn, uri, None, self._resource_signature(fn, uri), **options)
-
-    def _resource_signature(self, fn: Callable[..., Any], uri: str) -> Signature:
-        if not isinstance(uri, str) or not uri:
-            raise DefinitionError(f"resource URI must be a non-empty string, not {uri!r}")
-        if "{" in uri or "}" in uri:
-            raise DefinitionError(
-                f"{uri!r} looks like a URI template: declare it with @app.template"
-            )
-        if ":" not in uri:
-            raise DefinitionError(f"resource URI {uri!r} has no scheme (e.g. 'notes://{uri}')")
-        sig = self._signature(fn)
-        for param in sig.params.values():
+        # resources is a hot path, taken in as few calls as the checks allow
+        if not uri or "{" in uri or "}" in uri or ":" not in uri:  # a str: its callers checked
+            raise bad_resource_uri(uri)
+        sig = self._signatures.signature(fn)
+        for param in sig.params.values() if sig.params else ():
             if param.required:
                 raise UnknownParameterError(uri, param.name, sig.name)
-        return sig
+        if _PLAIN.issuperset(options):  # no listed object kept, no Options: see Handler.wire
+            declared = options.get("mime_type")
+            mime_type = declared or sig.mime_type
+            if declared is None and "." in uri and mime_type in _GUESSABLE:  # as in _register
+                mime_type = guess_mime_type(uri, "") or mime_type
+            name = options.get("name") or sig.name
+            return self._insert(Handler(uri, None, fn, sig, mime_type, None, DEFAULT_OPTIONS, 0, name))
+        if "lister" in options or "complete" in options:
+            raise DefinitionError(f"lister and complete are template options; {uri!r} is a resource")
+        return self._register(fn, uri, None, sig, **options)
 
     def add_template(self, fn: Callable[..., Any], uri_template: str, **options: Unpack[TemplateOptions]) -> Handler:
         """Register ``fn`` behind a URI template (what ``@app.template`` does)."""
@@ -196,7 +198,7 @@ class Registry:
             name, position = template.duplicates[0]
             raise TemplateSyntaxError(uri_template, position,
                                       f"variable {name!r} appears twice (each variable is one parameter)")
-        sig = self._signature(fn)
+        sig = self._signatures.signature(fn)
         names = set(template.names)
         for variable in template.variables:
             param = sig.params.get(variable.name)
@@ -218,21 +220,6 @@ class Registry:
                     f"completer for {cname!r}, but {uri_template!r} has no such variable"
                 )
         return self._register(fn, uri_template, template, sig, **options)
-
-    def _signature(self, fn: Callable[..., Any]) -> Signature:
-        if not callable(fn):
-            raise DefinitionError(f"{fn!r} is not callable")
-        code = getattr(fn, "__code__", None)
-        if code is None or type(fn) is not types.FunctionType:
-            return inspect_handler(fn)
-        # closures made by one ``def`` share a code object and, almost always, a signature
-        facts = (fn.__annotations__, fn.__defaults__, fn.__kwdefaults__, fn.__doc__, fn.__name__)
-        cached = self._sig_cache.get(code)
-        if cached is not None and cached[0] == facts:
-            return cached[1]
-        sig = inspect_handler(fn)
-        self._sig_cache[code] = (facts, sig)
-        return sig
 
     def _register(
         self,
@@ -262,34 +249,46 @@ class Registry:
         mime_type = mime_type or sig.mime_type
         if declared_mime is None and mime_type in _GUESSABLE:
             # a URI ending in .png or .md says more than a bare ``bytes``/``str``
-            guessed = guess_mime_type(uri.split("{", 1)[0] if template else uri, "")
-            if guessed:
-                mime_type = guessed
-        wire: dict[str, Any] = {"name": name or sig.name}
-        wire["uriTemplate" if template else "uri"] = uri
-        if title:
-            wire["title"] = title
-        description = description or sig.description
-        if description:
-            wire["description"] = description
-        if mime_type:
-            wire["mimeType"] = mime_type
+            mime_type = guess_mime_type(uri.split("{", 1)[0] if template else uri, "") or mime_type
+        name = name or sig.name
         extras = DEFAULT_OPTIONS
-        if (size is not None or annotations or icons or meta or ttl_ms is not None or cache_scope is not None
-                or kind is not None or metadata is not None or lister is not None or complete or children is not None
-                or poll is not None or scopes is not None or (template is not None and sig.params)):
-            extras = self._options(uri, template, sig, wire, size, annotations, icons, meta, ttl_ms, cache_scope,
-                                   kind, metadata, lister, complete, children, poll, scopes)
-        with self._lock:
+        wire = None  # a plain resource's is made when listed (Handler.wire): 184 bytes less each
+        rare = (size is not None or annotations or icons or meta or ttl_ms is not None or cache_scope is not None
+                or kind is not None or metadata is not None or lister is not None or complete
+                or children is not None or poll is not None or scopes is not None)
+        if rare or template is not None or title or description:
+            wire = {"name": name, "uriTemplate" if template else "uri": uri}
+            if title:
+                wire["title"] = title
+            description = description or sig.description
+            if description:
+                wire["description"] = description
+            if mime_type:
+                wire["mimeType"] = mime_type
+            if rare or (template is not None and sig.params):
+                extras = self._options(uri, template, sig, wire, size, annotations, icons, meta, ttl_ms,
+                                       cache_scope, kind, metadata, lister, complete, children, poll, scopes)
+        return self._insert(Handler(uri, template, fn, sig, mime_type, wire, extras, 0, name), lister is not None)
+
+    def _insert(self, handler: Handler, listed: bool = False) -> Handler:
+        """Number ``handler`` and add it to the router and the indexes (DuplicateResourceError if taken)."""
+        lock = self._lock
+        lock.acquire()  # not ``with``: half the cost, paid once per declaration
+        try:
             self._seq += 1
-            handler = Handler(uri, template, fn, sig, mime_type, wire, extras, self._seq)
-            self.router.add(handler)
-            if template is None:
-                self.resources.append(handler.seq, handler)
+            handler.seq = seq = self._seq
+            if handler.template is None:
+                # Router.add, inlined for the most common case
+                if self.router.exact.setdefault(handler.uri, handler) is not handler:
+                    raise DuplicateResourceError(handler.uri, handler.uri)
+                self.resources.append(seq, handler)
             else:
-                self.templates.append(handler.seq, handler)
-                if lister is not None:
-                    self.listed_templates.append(handler.seq, handler)
+                self.router.add(handler)
+                self.templates.append(seq, handler)
+                if listed:
+                    self.listed_templates.append(seq, handler)
+        finally:
+            lock.release()
         if self._tracker is not None:
             self._tracker.on_registry_changed(handler)
         return handler

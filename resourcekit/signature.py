@@ -8,6 +8,7 @@ is worked out here, once, at decoration time.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import inspect
 import sys
 import types
@@ -18,9 +19,9 @@ from typing import Annotated, Any, get_args, get_origin, get_type_hints
 from ._convert import Convertor, convertor_for
 from .contents import BINARY_MIME, JSON_MIME, TEXT_MIME
 from .context import Context
-from .errors import UnsupportedParameterType
+from .errors import DefinitionError, UnsupportedParameterType
 
-__all__ = ["Param", "Signature", "inspect_handler"]
+__all__ = ["Param", "Signature", "SignatureCache", "inspect_handler"]
 
 _EMPTY = inspect.Parameter.empty
 _UNIONS: tuple[Any, ...] = (typing.Union, getattr(types, "UnionType", typing.Union))
@@ -170,6 +171,61 @@ def inspect_handler(fn: Callable[..., Any]) -> Signature:
         is_async=_is_coroutine_function(fn),
         mime_type=mime_for_return(hints.get("return", sig.return_annotation)),
     )
+
+
+class SignatureCache:
+    """``inspect_handler`` once per code object and what else it reads.
+
+    Closures made by one ``def`` (a factory declaring 100,000 resources) share a code
+    object and, almost always, everything ``inspect_handler`` reads of them: their
+    annotations, defaults, docstring, name, globals, ``__dict__`` (``__wrapped__``).
+    ``gc.get_referents`` lists exactly those, and the closure's cells (the one fact that
+    differs between siblings, so not compared), without reading ``__annotations__``: that
+    would build a dict on every closure (184 bytes each, kept by the function).  A function that differs in any of
+    them, or whose annotations were replaced or read since, compares unequal and is
+    inspected (and becomes the one its code's later functions are compared with).
+    """
+
+    __slots__ = ("_entries", "_last")
+
+    def __init__(self) -> None:
+        # code -> (code, a function's referents, the place of its cells among them or -1, Signature)
+        self._entries: dict[types.CodeType, tuple[types.CodeType, list[Any], int, Signature]] = {}
+        self._last: tuple[types.CodeType, list[Any], int, Signature] | None = None  # closures come in runs
+
+    def signature(self, fn: Callable[..., Any]) -> Signature:
+        """``fn``'s Signature; DefinitionError if it is not callable."""
+        if type(fn) is not _CACHED:
+            if not callable(fn):
+                raise DefinitionError(f"{fn!r} is not callable")
+            return inspect_handler(fn)
+        facts = _referents(fn)  # before inspect_handler reads (and so builds) __annotations__
+        code = fn.__code__
+        entry = self._last
+        if entry is None or entry[0] is not code:
+            entry = self._entries.get(code)
+        if entry is not None:
+            known, at = entry[1], entry[2]
+            if at >= 0:
+                known[at] = fn.__closure__  # the cells are the one fact that differs (elsewhere: unequal)
+            try:
+                same = known == facts
+            except Exception:  # a default whose == raises or is not a bool (an array): inspect
+                same = False
+            if same:
+                self._last = entry
+                return entry[3]
+        closure = fn.__closure__
+        at = -1 if closure is None else next(i for i, fact in enumerate(facts) if fact is closure)
+        sig = inspect_handler(fn)
+        self._entries[code] = self._last = (code, facts, at, sig)
+        return sig
+
+
+# CPython lists a function's code, globals, defaults, annotations... as its referents;
+# elsewhere every function is inspected
+_CACHED = types.FunctionType if sys.implementation.name == "cpython" else None
+_referents = gc.get_referents
 
 
 def _is_typeddict(tp: Any) -> bool:

@@ -36,6 +36,7 @@ from .wire import (
     last_segment,
     resource_decorator,
     resource_wire,
+    resource_wires,
     seed_fields,
     template_fields,
 )
@@ -100,17 +101,12 @@ def _resources_page(req: Request, keep: Filter | None = None, cursor: Any = None
     scanned = 0
     if kind == "r":
         after = numbers[0]
-        while len(out) < limit and scanned < budget:
-            page, more = app.resources.page(after, min(limit - len(out), budget - scanned))
-            scanned += len(page)
-            for seq, handler in page:
-                after = seq
-                wire = resource_wire(handler, versions, decorate=decorate)
-                if keep is None or keep(wire, handler):
-                    out.append(wire)
-            if not more:
-                break
-        else:  # the page is full, or its scan budget spent: the walk resumes after ``after``
+        if keep is None and decorate is None:  # the plain list (100,000 resources in 100 pages): one slice
+            handlers, after, full = app.resources.slice(after, min(limit, budget))
+            out, scanned = resource_wires(handlers, versions), len(handlers)
+        else:
+            out, after, scanned, full = _kept_resources(req, after, limit, budget, keep, decorate)
+        if full:  # the page is full, or its scan budget spent: the walk resumes after ``after``
             return _page(out, encode_cursor("r", after))
         if not app.listed_templates:
             return _page(out, None)
@@ -137,6 +133,27 @@ def _resources_page(req: Request, keep: Filter | None = None, cursor: Any = None
         if not more:
             current = None
     return _page(out, encode_cursor("l", tseq, offset) if current is not None or _more_templates(req, tseq) else None)
+
+
+def _kept_resources(req: Request, after: int, limit: int, budget: int, keep: Filter | None,
+                    decorate: Decorate | None) -> tuple[list[dict[str, Any]], int, int, bool]:
+    """The Resources after ``after`` that ``keep`` keeps: (them, the last seq examined, how many
+    were examined, whether the page filled or spent its budget before the resources ran out)."""
+    app = req.conn.app
+    versions = app.tracker.versions
+    out: list[dict[str, Any]] = []
+    scanned = 0
+    while len(out) < limit and scanned < budget:
+        page, more = app.resources.page(after, min(limit - len(out), budget - scanned))
+        scanned += len(page)
+        for seq, handler in page:
+            after = seq
+            wire = resource_wire(handler, versions, decorate=decorate)
+            if keep is None or keep(wire, handler):
+                out.append(wire)
+        if not more:
+            return out, after, scanned, False
+    return out, after, scanned, True
 
 
 def _more_templates(req: Request, tseq: int) -> bool:

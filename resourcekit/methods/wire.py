@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..handler import Handler
+from ..handler import DEFAULT_OPTIONS, Handler
 from ..optin import OptIn
 from ..versions import META_VERSION
 from .children import listable, off_loop
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ..protocol import Request
     from ..tracking import Tracker
 
-__all__ = ["capabilities", "fresh_resource", "last_segment", "resource_wire", "seed_fields"]
+__all__ = ["capabilities", "fresh_resource", "last_segment", "resource_wire", "resource_wires", "seed_fields"]
 
 INSTANCE_FIELDS = ("name", "title", "description", "mimeType", "size", "annotations", "icons")
 
@@ -57,6 +57,13 @@ def resource_wire(handler: Handler, versions: Mapping[str, str], uri: str | None
     if meta:
         wire["_meta"] = meta
     return wire
+
+
+def resource_wires(handlers: list[Handler | None], versions: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The Resource objects of concrete handlers for clients that opted in to nothing (None: skipped)."""
+    # a handler without options nor a version yet (not read since it was declared) is its ``wire``
+    return [h.wire if h.options is DEFAULT_OPTIONS and h.uri not in versions else resource_wire(h, versions)
+            for h in handlers if h is not None]
 
 
 def fresh_resource(handler: Handler, tracker: Tracker | None, uri: str) -> dict[str, Any]:

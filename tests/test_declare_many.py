@@ -1,0 +1,186 @@
+"""Declaring many resources: one Signature per code object, listed objects made when listed.
+
+Closures made by one factory share a code object, and the registry inspects it once; these
+tests hold it to inspecting again whenever a closure differs in anything the inspection reads.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import sys
+from typing import Any
+
+import pytest
+
+from resourcekit import App, DefinitionError, DuplicateResourceError, QueryDefaultError
+from resourcekit.pagination import SeqIndex
+from resourcekit.testing import Client
+
+pytestmark = pytest.mark.anyio
+
+# a factory compiled without ``from __future__ import annotations``: each closure's
+# annotations are evaluated when it is made, so two closures of one code object differ
+_FACTORY = compile(
+    "def make(returns, doc=None):\n"
+    "    def static() -> returns:\n"
+    "        return b'x' if returns is bytes else 'x'\n"
+    "    static.__doc__ = doc\n"
+    "    return static\n"
+    "def make_item(default):\n"
+    "    def item(id: str, page: int = default) -> str:\n"
+    "        return f'{id}:{page}'\n"
+    "    return item\n",
+    "<factory>", "exec", dont_inherit=True,
+)
+_NS: dict[str, Any] = {}
+exec(_FACTORY, _NS)
+make, make_item = _NS["make"], _NS["make_item"]
+
+
+def _static(i: int) -> Any:
+    def static() -> str:
+        return f"resource {i}"
+
+    return static
+
+
+def _listed(app: App) -> dict[str, dict[str, Any]]:
+    return {h.uri: h.wire for h in app.resources}
+
+
+def test_closures_with_different_annotations_get_their_own_mime_types() -> None:
+    app = App("t")
+    text, data, text_again = make(str), make(bytes), make(str)
+    assert text.__code__ is data.__code__ is text_again.__code__
+    app.resource("a://text")(text)
+    app.resource("a://data")(data)
+    app.resource("a://again")(text_again)
+    listed = _listed(app)
+    assert listed["a://text"]["mimeType"] == "text/plain"
+    assert listed["a://data"]["mimeType"] == "application/octet-stream"
+    assert listed["a://again"]["mimeType"] == "text/plain"
+
+
+def test_closures_with_different_docstrings_names_or_replaced_annotations() -> None:
+    app = App("t")
+    first, documented, renamed, replaced = make(str), make(str, "Documented."), make(str), make(str)
+    renamed.__name__ = "other"
+    replaced.__annotations__ = {"return": bytes}  # after it was made: the def's annotations are gone
+    for i, fn in enumerate((first, documented, renamed, replaced)):
+        app.resource(f"a://r{i}")(fn)
+    listed = _listed(app)
+    assert listed["a://r0"] == {"name": "static", "uri": "a://r0", "mimeType": "text/plain"}
+    assert listed["a://r1"] == {"name": "static", "uri": "a://r1", "description": "Documented.",
+                                "mimeType": "text/plain"}
+    assert listed["a://r2"]["name"] == "other"
+    assert listed["a://r3"]["mimeType"] == "application/octet-stream"
+
+
+def test_closures_with_different_defaults_are_checked_each() -> None:
+    app = App("t")
+    app.template("n://{id}{?page}")(make_item(1))
+    app.template("m://{id}{?page}")(make_item(5))
+    required = make_item(2)
+    required.__defaults__ = None  # ``page`` has no default now: a query variable needs one
+    with pytest.raises(QueryDefaultError, match="page"):
+        app.template("k://{id}{?page}")(required)
+    assert app.router.templates["n://{id}{?page}"].sig.params["page"].default == 1
+    assert app.router.templates["m://{id}{?page}"].sig.params["page"].default == 5
+
+
+def test_defaults_whose_comparison_raises_are_inspected_again() -> None:
+    class Weird:
+        def __eq__(self, other: object) -> bool:
+            raise TypeError("no truth value")
+
+        __hash__ = object.__hash__
+
+    def make_weird(value: Weird) -> Any:
+        def static(option: Weird = value) -> str:
+            return "x"
+
+        return static
+
+    app = App("t")
+    with pytest.raises(DefinitionError):  # a Weird is no URI value: named, not cached wrongly
+        app.resource("w://1")(make_weird(Weird()))
+    with pytest.raises(DefinitionError):
+        app.resource("w://2")(make_weird(Weird()))
+
+
+def test_wrappers_of_different_functions_are_inspected_each() -> None:
+    def logged(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    def item(id: str) -> str:
+        return id
+
+    def other(key: str) -> str:
+        return key
+
+    other.__name__ = "item"  # same name, same annotations but for the parameter's name
+    app = App("t")
+    app.template("a://{id}")(logged(item))
+    app.template("b://{key}")(logged(other))  # would fail if the first wrapper's Signature were reused
+    assert list(app.router.templates["b://{key}"].sig.params) == ["key"]
+
+
+def test_sibling_closures_keep_their_annotations_unread() -> None:
+    app = App("t")
+    for i in range(3):
+        app.resource(f"a://r{i}")(_static(i))
+    later = _static(3)
+    app.resource("a://r3")(later)
+    if sys.implementation.name == "cpython":  # the annotations as the def made them, no dict built
+        assert ("return", "str") in gc.get_referents(later)
+    assert later.__annotations__ == {"return": "str"}  # and the function still has them
+
+
+async def test_a_hundred_closures_list_page_by_page_and_read() -> None:
+    app = App("t", page_size=7)
+    for i in range(100):
+        app.resource(f"bench://r{i}", name=f"r{i}")(_static(i))
+    with pytest.raises(DuplicateResourceError):
+        app.resource("bench://r5", name="again")(_static(5))
+    app.remove("bench://r3")
+    async with Client(app) as client:
+        seen: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            page = await client.request("resources/list", {"cursor": cursor} if cursor else {})
+            seen += page["resources"]
+            cursor = page.get("nextCursor")
+            if cursor is None:
+                break
+        assert [r["uri"] for r in seen] == [f"bench://r{i}" for i in range(100) if i != 3]
+        assert seen[0] == {"name": "r0", "uri": "bench://r0", "mimeType": "text/plain"}
+        assert await client.read_text("bench://r42") == "resource 42"  # now it has a version
+        listed = await client.request("resources/list", {})
+        assert listed["resources"][0] == seen[0]  # a fresh object each time, equal
+        cursor, versioned = None, []
+        while True:
+            page = await client.request("resources/list", {"cursor": cursor} if cursor else {})
+            versioned += [r for r in page["resources"] if "_meta" in r]
+            cursor = page.get("nextCursor")
+            if cursor is None:
+                break
+        assert [r["uri"] for r in versioned] == ["bench://r42"]
+        assert versioned[0]["name"] == "r42" and versioned[0]["mimeType"] == "text/plain"
+
+
+def test_seq_index_slices_as_it_pages() -> None:
+    index: SeqIndex[str] = SeqIndex()
+    for i in range(1, 11):
+        index.append(i, f"x{i}")
+    assert index.slice(0, 4) == (["x1", "x2", "x3", "x4"], 4, True)
+    assert index.slice(8, 4) == (["x9", "x10"], 10, False)
+    assert index.slice(6, 4) == (["x7", "x8", "x9", "x10"], 10, False)
+    assert index.slice(10, 4) == ([], 10, False)
+    index.remove(2)  # with an item removed it pages (and skips it) the way page() does
+    assert index.slice(0, 4) == (["x1", "x3", "x4", "x5"], 5, True)
+    assert index.slice(0, 4)[:2] == ([x for _, x in index.page(0, 4)[0]], index.page(0, 4)[0][-1][0])
