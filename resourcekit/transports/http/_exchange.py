@@ -13,8 +13,10 @@ import functools
 import logging
 from typing import Any
 
+import orjson
+
 from ...protocol import Connection
-from ._headers import Headers, HTTPError, Receive, Send, forbidden_headers, respond, respond_json, status_of
+from ._headers import JSON_TYPE, Headers, HTTPError, Receive, Send, forbidden_headers, respond, status_of
 from ._sessions import Session
 from ._sse import CANCELLED, ENDED, PRIMING_VERSION, Inbox, OpenStreams, Stream, plain_event, sse_headers, write
 
@@ -46,10 +48,17 @@ async def exchange(
     inbox = Inbox(bound)
     conn.principal = principal  # the requests made here copy it (the core is synchronous up to them)
     conn.receive(message, inbox.put)
-    ids = _request_ids(message)
-    if not inbox.items and not any(rid in conn.inflight for rid in ids):
+    items = inbox.items
+    if type(message) is dict:  # ``_request_ids``, inlined for the common body
+        ids = [message["id"]] if "method" in message and "id" in message else []
+        waits = bool(ids) and ids[0] in conn.inflight
+    else:
+        ids = _request_ids(message)
+        waits = any(rid in conn.inflight for rid in ids)
+    if not items and not waits:
         # a notification or a response: nothing will follow
-        await respond(send, 202, b"")
+        await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
+        await send({"type": "http.response.body", "body": b""})
         if session is not None:
             session.wake_cancelled()
         return
@@ -57,7 +66,14 @@ async def exchange(
         session.waiting[inbox] = ids
     try:
         json_ok, sse_ok = accepts
-        first = inbox.pop() if inbox.items else await inbox.next(receive, watch)
+        if items:
+            first = inbox.pop()
+        elif watch:
+            first = await inbox.next(receive, True)
+        else:  # nothing but the core wakes this inbox: ``next`` without its loop
+            while not items:
+                await inbox.wait()
+            first = inbox.pop()
         if not sse_ok:  # a JSON-only client: request-scoped notifications cannot reach it
             while first is not None and first is not CANCELLED and first is not ENDED \
                     and not _is_final(first):
@@ -67,15 +83,23 @@ async def exchange(
         if first is CANCELLED or first is ENDED:
             await _unanswered(send, first, sse_ok)
             return
-        extra: Headers = []
-        if issue_session and session is not None and conn.protocol_version is not None:
-            extra.append((b"mcp-session-id", session.id.encode()))
-        status = status_of(first, conn) if _is_final(first) else 0
-        if status == 403:
-            extra.extend(forbidden_headers(first, principal))
+        if type(first) is dict and "result" in first and "id" in first:  # the common answer: 200, one JSON body
+            status = 200
+        else:
+            status = status_of(first, conn) if _is_final(first) else 0
         if status and (json_ok or status != 200):  # an HTTP-level error is JSON whatever Accept says
-            await respond_json(send, status, first, extra)
+            body = orjson.dumps(first)
+            headers = [JSON_TYPE, (b"content-length", b"%d" % len(body))]
+            if issue_session and session is not None and conn.protocol_version is not None:
+                headers.append((b"mcp-session-id", session.id.encode()))
+            if status == 403:
+                headers.extend(forbidden_headers(first, principal))
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
         else:  # notifications come first (or the client takes nothing but SSE)
+            extra: Headers = []
+            if issue_session and session is not None and conn.protocol_version is not None:
+                extra.append((b"mcp-session-id", session.id.encode()))
             await _stream(conn, first, inbox, receive, send, ids, watch, session, extra, streams)
     finally:
         inbox.stop_watching()
