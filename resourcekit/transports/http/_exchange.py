@@ -102,7 +102,8 @@ async def exchange(
                 extra.append((b"mcp-session-id", session.id.encode()))
             await _stream(conn, first, inbox, receive, send, ids, watch, session, extra, streams)
     finally:
-        inbox.stop_watching()
+        if inbox.watcher is not None:
+            inbox.stop_watching()
         if session is not None:
             session.waiting.pop(inbox, None)
         elif conn.inflight:  # a stateless request left behind (disconnect, error): cancel it

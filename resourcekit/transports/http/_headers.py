@@ -104,17 +104,6 @@ def _is_zero_q(parameter: str) -> bool:
         return False
 
 
-def is_modern(message: Any, headers: RequestHeaders) -> bool:
-    """A 2026-07-28 request: its MCP-Protocol-Version header or its ``_meta`` says so."""
-    if headers.get(VERSION_HEADER) in MODERN_HEADERS:
-        return True
-    if type(message) is dict:
-        params = message.get("params")
-        meta = params.get("_meta") if type(params) is dict else None
-        return type(meta) is dict and META_PROTOCOL_VERSION in meta
-    return False
-
-
 def check_modern_headers(message: Any, headers: RequestHeaders) -> None:
     """2026-07-28: the mirrored headers must be present and equal the body (-32020)."""
     if type(message) is not dict:

@@ -19,6 +19,7 @@ from ...versions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION
 from ._exchange import exchange
 from ._headers import (
     HANDSHAKE_HEADERS,
+    MODERN_HEADERS,
     SESSION_HEADER,
     VERSION_HEADER,
     HTTPError,
@@ -28,7 +29,6 @@ from ._headers import (
     Send,
     check_length,
     check_modern_headers,
-    is_modern,
     post_accepts,
     read_rest,
     respond_json,
@@ -60,11 +60,18 @@ async def post(endpoint: ASGIApp, scope: Scope, receive: Receive, send: Send) ->
     except orjson.JSONDecodeError as exc:
         await respond_json(send, 400, error_response(None, ParseError(f"Parse error: {exc}")))
         return
-    if is_modern(message, headers):
+    version = headers.get(VERSION_HEADER)
+    if type(message) is dict:
+        params = message.get("params")
+        meta = params.get("_meta") if type(params) is dict else None
+        if version in MODERN_HEADERS or (type(meta) is dict and META_PROTOCOL_VERSION in meta):  # 2026-07-28
+            await _post_modern(endpoint, message, headers, receive, send, accepted, principal)
+            return
+        if message.get("method") == "initialize" and "id" in message:
+            await _initialize(endpoint, message, receive, send, accepted, principal)
+            return
+    elif version in MODERN_HEADERS:
         await _post_modern(endpoint, message, headers, receive, send, accepted, principal)
-        return
-    if type(message) is dict and message.get("method") == "initialize" and "id" in message:
-        await _initialize(endpoint, message, receive, send, accepted, principal)
         return
     sid = headers.get(SESSION_HEADER)
     if not sid:
@@ -75,7 +82,6 @@ async def post(endpoint: ASGIApp, scope: Scope, receive: Receive, send: Send) ->
     shared = endpoint.shared
     session = endpoint.sessions.lookup(sid.decode("latin-1"), principal) if shared is None else \
         await shared.find(sid.decode("latin-1"), principal, endpoint.server.connect)
-    version = headers.get(VERSION_HEADER)
     if version is not None and version not in HANDSHAKE_HEADERS:
         await respond_json(send, 400, error_response(None, InvalidRequest(
             f"Bad Request: unsupported MCP-Protocol-Version {version.decode('latin-1')!r}",

@@ -90,7 +90,7 @@ class ASGIApp:
         self.app = app
         self.path = path.rstrip("/") or "/"
         # Host/Origin verdicts by (Host, Origin, bound address): clients send the same few
-        self._admitted: dict[tuple[bytes | None, bytes | None, str | None], str | None] = {}
+        self._admitted: dict[tuple[bytes | None, bytes | None, Any], str | None] = {}
         self.allowed_origins = frozenset(o.rstrip("/").lower() for o in allowed_origins)
         self.allowed_hosts = None if allowed_hosts is None else frozenset(bare_host(h) for h in allowed_hosts)
         self.auth, self.authorize = auth, gate(auth, app)
@@ -258,14 +258,15 @@ class ASGIApp:
 
     def admit(self, scope: Scope, headers: RequestHeaders, send: Send) -> Send:
         """The Host and Origin checks (421, 403); ``send`` with CORS headers for an allowed origin."""
-        bound = scope.get("server")
-        key = (headers.get(b"host"), headers.get(b"origin"), None if bound is None else str(bound[0]))
-        origin = self._admitted.get(key, _UNKNOWN)
-        if origin is _UNKNOWN:
+        key = (headers.get(b"host"), headers.get(b"origin"), scope.get("server"))
+        try:
+            origin = self._admitted[key]
+        except (KeyError, TypeError):  # not seen yet (or an address given as a list)
             origin = check_host_and_origin(scope, headers, self.allowed_hosts, self.allowed_origins)
             if len(self._admitted) >= 256:  # distinct values are few unless someone makes them up
                 self._admitted.clear()
-            self._admitted[key] = origin
+            with contextlib.suppress(TypeError):
+                self._admitted[key] = origin
         return send if origin is None else with_cors(send, origin)
 
     # --- GET and DELETE ---------------------------------------------------------------
@@ -351,4 +352,3 @@ class ASGIApp:
         await respond(send, 204, b"")
 
 
-_UNKNOWN: Any = object()
