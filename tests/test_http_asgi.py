@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -170,7 +171,10 @@ async def test_post_bodies_in_pieces_and_refusals_in_order(served):
         sent: list[dict[str, Any]] = []
 
         async def receive() -> dict[str, Any]:
-            return messages.pop(0)
+            if messages:
+                return messages.pop(0)
+            await asyncio.Event().wait()  # a client that stays: nothing more comes
+            raise AssertionError("unreachable")
 
         async def send(message: dict[str, Any]) -> None:
             sent.append(message)
