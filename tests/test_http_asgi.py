@@ -202,6 +202,11 @@ async def test_post_bodies_in_pieces_and_refusals_in_order(served):
     assert lost[0]["status"] == 400 and b"Mcp-Session-Id" in lost[1]["body"]
     batch = await post([{"type": "http.request", "body": b"[" + plain + b"]"}])
     assert batch[0]["status"] == 400 and b"single JSON-RPC message" in batch[1]["body"]
+    # an id that cannot be a key (fuzzing found it): a JSON-RPC error, not a 500
+    listed = orjson.loads(READ)
+    listed["id"] = [1]
+    odd = await post([{"type": "http.request", "body": orjson.dumps(listed)}])
+    assert odd[0]["status"] == 400 and orjson.loads(odd[1]["body"])["error"]["code"] == -32600
 
 
 async def test_closed_app_refuses_and_restarts(served):

@@ -49,19 +49,20 @@ async def exchange(
     conn.principal = principal  # the requests made here copy it (the core is synchronous up to them)
     conn.receive(message, inbox.put)
     items = inbox.items
-    if type(message) is dict:  # ``_request_ids``, inlined for the common body
-        ids = [message["id"]] if "method" in message and "id" in message else []
-        waits = bool(ids) and ids[0] in conn.inflight
-    else:
-        ids = _request_ids(message)
-        waits = any(rid in conn.inflight for rid in ids)
-    if not items and not waits:
-        # a notification or a response: nothing will follow
-        await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
-        await send({"type": "http.response.body", "body": b""})
-        if session is not None:
-            session.wake_cancelled()
-        return
+    # ``_request_ids``, inlined for the common body
+    ids = ([message["id"]] if "method" in message and "id" in message else []) if type(message) is dict \
+        else _request_ids(message)
+    if not items:  # (an id that cannot be in flight, a list say, was answered: items are there)
+        inflight = conn.inflight
+        for rid in ids:
+            if rid in inflight:
+                break
+        else:  # a notification or a response: nothing will follow
+            await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
+            if session is not None:
+                session.wake_cancelled()
+            return
     if session is not None:
         session.waiting[inbox] = ids
     try:
