@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -98,9 +99,12 @@ class BoundedHeadersProtocol(HttpToolsProtocol):
             transport.close()
 
     def handle_websocket_upgrade(self) -> None:
-        self._stop_head()  # the connection is the WebSocket protocol's from here
+        # the connection is the WebSocket protocol's from here: no sweep, and no bound on what
+        # the data this call hands over counts as (it was the upgrade request's, complete)
         _OPEN.discard(self)
+        self.max_header_bytes = sys.maxsize
         HttpToolsProtocol.handle_websocket_upgrade(self)
+        self._stop_head()
 
     def _start_head(self) -> None:
         self.head = 0
