@@ -114,27 +114,30 @@ def check_modern_headers(message: Any, headers: RequestHeaders) -> None:
     if body_version is None:
         raise InvalidParams(f"Invalid params: _meta['{META_PROTOCOL_VERSION}'] is required",
                             {"missing": [META_PROTOCOL_VERSION]})
-    header_version = headers.opt(VERSION_HEADER)
-    if header_version is None:
+    raw = headers.get(VERSION_HEADER)  # (``opt``, inlined here and below: every request passes)
+    if raw is None:
         raise HeaderMismatch("Header mismatch: MCP-Protocol-Version header is required",
                              {"header": "MCP-Protocol-Version"})
+    header_version = raw.decode("latin-1")
     if header_version != body_version:
         raise HeaderMismatch("Header mismatch: MCP-Protocol-Version differs from _meta protocolVersion",
                              {"header": "MCP-Protocol-Version", "expected": body_version, "actual": header_version})
     method = message.get("method")
-    header_method = headers.opt(b"mcp-method")
-    if header_method is None:
+    raw = headers.get(b"mcp-method")
+    if raw is None:
         if "id" not in message:
             return  # a notification: the revision defines no header rules for those
         raise HeaderMismatch("Header mismatch: Mcp-Method header is required", {"header": "Mcp-Method"})
+    header_method = raw.decode("latin-1")
     if header_method != method:
         raise HeaderMismatch("Header mismatch: Mcp-Method differs from the body's method",
                              {"header": "Mcp-Method", "expected": method, "actual": header_method})
     source = _NAMED.get(method) if type(method) is str and "id" in message else None
     if source is not None:
-        name = headers.opt(b"mcp-name")
-        if name is None:
+        raw = headers.get(b"mcp-name")
+        if raw is None:
             raise HeaderMismatch("Header mismatch: Mcp-Name header is required", {"header": "Mcp-Name"})
+        name = raw.decode("latin-1")
         value = params.get(source) if type(params) is dict else None
         decoded = decode_header(name)
         if decoded != value:
