@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -130,6 +131,82 @@ async def test_hosts_and_rebinding_on_a_public_interface(served):
     ipv6 = served(bind="::1")
     assert (await ipv6.request(Host="[::1]:8000")).status_code == 200
     assert (await ipv6.request(Host="evil.example.com")).status_code == 421
+
+
+async def test_host_and_origin_verdicts_are_remembered_but_follow_the_settings(served):
+    # the verdict for a (Host, Origin, bound address) is kept, refusals are decided anew each time,
+    # and changing allowed_hosts or allowed_origins afterwards takes effect at once
+    server = served(bind="0.0.0.0", allowed_hosts=["mcp.example.com"])
+    for _ in range(3):
+        assert (await server.request(Host="mcp.example.com")).status_code == 200
+        assert (await server.request(Host="other.example.com")).status_code == 421
+        assert (await server.request(Host="mcp.example.com", Origin="https://app.example.com")).status_code == 403
+    server.asgi.allowed_hosts = frozenset({"other.example.com"})
+    assert (await server.request(Host="mcp.example.com")).status_code == 421
+    assert (await server.request(Host="other.example.com")).status_code == 200
+    server.asgi.allowed_origins = frozenset({"https://app.example.com"})
+    granted = await server.request(Host="other.example.com", Origin="https://app.example.com")
+    assert granted.status_code == 200 and granted.headers["access-control-allow-origin"] == "https://app.example.com"
+    # an ASGI server may give its address as a list: checked, just not remembered
+    listed = Served(server.asgi, "127.0.0.1")
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": READ, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/mcp", "root_path": "", "server": ["127.0.0.1", 8000],
+             "headers": [(k.encode(), v.encode()) for k, v in {**HEADERS, "host": "evil.example.com"}.items()]}
+    await listed.asgi(scope, receive, send)
+    assert sent[0]["status"] == 421
+
+
+async def test_post_bodies_in_pieces_and_refusals_in_order(served):
+    server = served()
+    asgi = server.asgi
+
+    async def post(messages: list[dict[str, Any]], **extra: str) -> list[dict[str, Any]]:
+        sent: list[dict[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            if messages:
+                return messages.pop(0)
+            await asyncio.Event().wait()  # a client that stays: nothing more comes
+            raise AssertionError("unreachable")
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        headers = {**HEADERS, "host": "127.0.0.1:8000", **extra}
+        scope = {"type": "http", "method": "POST", "path": "/mcp", "root_path": "", "server": ("127.0.0.1", 8000),
+                 "headers": [(k.encode(), v.encode()) for k, v in headers.items()]}
+        await asgi(scope, receive, send)
+        return sent
+
+    halves = [{"type": "http.request", "body": READ[:10], "more_body": True},
+              {"type": "http.request", "body": READ[10:], "more_body": False}]
+    answered = await post(halves)
+    assert answered[0]["status"] == 200 and b'"text":"hi"' in answered[1]["body"]
+    gone = await post([{"type": "http.disconnect"}])
+    assert gone[0]["status"] == 400 and b"Client disconnected" in gone[1]["body"]
+    assert (await post([], **{"content-length": "1e3"}))[0]["status"] == 400
+    assert (await post([], **{"content-length": str(10**9)}))[0]["status"] == 413
+    # 415 before 406, both before the body is read
+    assert (await post([], **{"content-type": "text/plain", "accept": "image/png"}))[0]["status"] == 415
+    assert (await post([], accept="image/png"))[0]["status"] == 406
+    # a handshake-era body without a session, and a modern header on a batch
+    plain = orjson.dumps({"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": "text://hi"}})
+    lost = await post([{"type": "http.request", "body": plain}], **{"mcp-protocol-version": "2025-11-25"})
+    assert lost[0]["status"] == 400 and b"Mcp-Session-Id" in lost[1]["body"]
+    batch = await post([{"type": "http.request", "body": b"[" + plain + b"]"}])
+    assert batch[0]["status"] == 400 and b"single JSON-RPC message" in batch[1]["body"]
+    # an id that cannot be a key (fuzzing found it): a JSON-RPC error, not a 500
+    listed = orjson.loads(READ)
+    listed["id"] = [1]
+    odd = await post([{"type": "http.request", "body": orjson.dumps(listed)}])
+    assert odd[0]["status"] == 400 and orjson.loads(odd[1]["body"])["error"]["code"] == -32600
 
 
 async def test_closed_app_refuses_and_restarts(served):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import socket
 import subprocess
 import textwrap
@@ -424,6 +425,49 @@ def test_header_section_bounded_in_size_and_time(tmp_path) -> None:
         ping = httpx.post(url, content=orjson.dumps(INIT), timeout=10,
                           headers={"content-type": "application/json", "accept": "application/json"})
         assert ping.status_code == 200
+
+
+def _request_bytes(port: int, rid: int) -> bytes:
+    body = orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": "server/discover",
+                         "params": {"_meta": modern_meta()}})
+    return (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\ncontent-type: application/json\r\n"
+            b"accept: application/json\r\nmcp-protocol-version: 2026-07-28\r\nmcp-method: server/discover\r\n"
+            b"content-length: %d\r\n\r\n%s" % (port, len(body), body))
+
+
+def _responses(sock: socket.socket, count: int, timeout: float = 5) -> list[bytes]:
+    """The status lines of ``count`` responses read from ``sock`` (fewer if it closes)."""
+    sock.settimeout(timeout)
+    data = b""
+    while data.count(b"HTTP/1.1 ") < count or not data.endswith(b"}"):
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return re.findall(rb"HTTP/1\.1 \d+ [^\r]*", data)
+
+
+def test_header_sections_split_pipelined_and_after_keep_alive(tmp_path) -> None:
+    # the header-section bound follows each request on a connection: split over several
+    # writes, pipelined two at a time, or a too-large one after requests that were served
+    target = tmp_path / "limited.py"
+    target.write_text(LIMITED_APP)
+    with http_server_process(target) as url:
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            whole = _request_bytes(port, 1)
+            for piece in (whole[:20], whole[20:60], whole[60:]):
+                sock.sendall(piece)
+                time.sleep(0.2)
+            assert _responses(sock, 1) == [b"HTTP/1.1 200 OK"]
+            sock.sendall(_request_bytes(port, 2) + _request_bytes(port, 3))
+            assert _responses(sock, 2) == [b"HTTP/1.1 200 OK"] * 2
+            time.sleep(1.5)  # idle between requests is keep-alive's business, not the header bound's
+            sock.sendall(_request_bytes(port, 4))
+            assert _responses(sock, 1) == [b"HTTP/1.1 200 OK"]
+            sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX: " + b"a" * (20 * 1024))
+            answer = _closed(sock, 5)
+            assert answer is not None and (answer == b"" or answer.startswith(b"HTTP/1.1 431 "))
 
 
 def test_cli_limit_flags_reach_the_http_server() -> None:

@@ -13,12 +13,18 @@ import functools
 import logging
 from typing import Any
 
+import orjson
+
 from ...protocol import Connection
-from ._headers import Headers, HTTPError, Receive, Send, forbidden_headers, respond, respond_json, status_of
+from ._headers import JSON_TYPE, Headers, HTTPError, Receive, Send, forbidden_headers, respond, status_of
 from ._sessions import Session
 from ._sse import CANCELLED, ENDED, PRIMING_VERSION, Inbox, OpenStreams, Stream, plain_event, sse_headers, write
 
 log = logging.getLogger("resourcekit")
+
+# seconds a 2026-07-28 request waits for its answer before a disconnect of its client is watched
+# for (a pending receive() in a task of its own, then cancelled, cost a quarter of a quick read)
+WATCH_AFTER = 0.005
 
 
 async def exchange(
@@ -37,8 +43,9 @@ async def exchange(
 ) -> None:
     """Hand one POST body to the core and send back what it answers.
 
-    ``watch``: a disconnect cancels the request (2026-07-28); in the handshake era it
-    does not (the client cancels with notifications/cancelled), so nobody listens.
+    ``watch``: a disconnect cancels the request (2026-07-28; noticed from ``WATCH_AFTER`` seconds
+    on, a request answered sooner runs to its end); in the handshake era it does not (the
+    client cancels with notifications/cancelled), so nobody listens.
     ``principal``: who sent it (the ``auth`` hook's answer), for the scope checks.
     ``bound``: a long-lived stream (``subscriptions/listen``) queues at most that many
     notifications for a client that does not read them; past it the stream is closed.
@@ -46,18 +53,36 @@ async def exchange(
     inbox = Inbox(bound)
     conn.principal = principal  # the requests made here copy it (the core is synchronous up to them)
     conn.receive(message, inbox.put)
-    ids = _request_ids(message)
-    if not inbox.items and not any(rid in conn.inflight for rid in ids):
-        # a notification or a response: nothing will follow
-        await respond(send, 202, b"")
-        if session is not None:
-            session.wake_cancelled()
-        return
+    items = inbox.items
+    # ``_request_ids``, inlined for the common body
+    ids = ([message["id"]] if "method" in message and "id" in message else []) if type(message) is dict \
+        else _request_ids(message)
+    if not items:  # (an id that cannot be in flight, a list say, was answered: items are there)
+        inflight = conn.inflight
+        for rid in ids:
+            if rid in inflight:
+                break
+        else:  # a notification or a response: nothing will follow
+            await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
+            if session is not None:
+                session.wake_cancelled()
+            return
     if session is not None:
         session.waiting[inbox] = ids
     try:
         json_ok, sse_ok = accepts
-        first = inbox.pop() if inbox.items else await inbox.next(receive, watch)
+        if items:
+            first = inbox.pop()
+        elif watch:  # the client is watched once the answer takes a while: most come sooner
+            timer = asyncio.get_running_loop().call_later(WATCH_AFTER, inbox.wake)
+            await inbox.wait()
+            timer.cancel()
+            first = inbox.pop() if items else await inbox.next(receive, True)
+        else:  # nothing but the core wakes this inbox: ``next`` without its loop
+            while not items:
+                await inbox.wait()
+            first = inbox.pop()
         if not sse_ok:  # a JSON-only client: request-scoped notifications cannot reach it
             while first is not None and first is not CANCELLED and first is not ENDED \
                     and not _is_final(first):
@@ -67,18 +92,27 @@ async def exchange(
         if first is CANCELLED or first is ENDED:
             await _unanswered(send, first, sse_ok)
             return
-        extra: Headers = []
-        if issue_session and session is not None and conn.protocol_version is not None:
-            extra.append((b"mcp-session-id", session.id.encode()))
-        status = status_of(first, conn) if _is_final(first) else 0
-        if status == 403:
-            extra.extend(forbidden_headers(first, principal))
+        if type(first) is dict and "result" in first and "id" in first:  # the common answer: 200, one JSON body
+            status = 200
+        else:
+            status = status_of(first, conn) if _is_final(first) else 0
         if status and (json_ok or status != 200):  # an HTTP-level error is JSON whatever Accept says
-            await respond_json(send, status, first, extra)
+            body = orjson.dumps(first)
+            headers = [JSON_TYPE, (b"content-length", b"%d" % len(body))]
+            if issue_session and session is not None and conn.protocol_version is not None:
+                headers.append((b"mcp-session-id", session.id.encode()))
+            if status == 403:
+                headers.extend(forbidden_headers(first, principal))
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
         else:  # notifications come first (or the client takes nothing but SSE)
+            extra: Headers = []
+            if issue_session and session is not None and conn.protocol_version is not None:
+                extra.append((b"mcp-session-id", session.id.encode()))
             await _stream(conn, first, inbox, receive, send, ids, watch, session, extra, streams)
     finally:
-        inbox.stop_watching()
+        if inbox.watcher is not None:
+            inbox.stop_watching()
         if session is not None:
             session.waiting.pop(inbox, None)
         elif conn.inflight:  # a stateless request left behind (disconnect, error): cancel it

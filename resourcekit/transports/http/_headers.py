@@ -17,7 +17,7 @@ import orjson
 
 from ...errors import HeaderMismatch, InsufficientScope, InvalidParams, InvalidRequest, MCPError
 from ...protocol import Connection, error_response
-from ...versions import META_PROTOCOL_VERSION, MODERN_VERSIONS
+from ...versions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION, MODERN_VERSIONS
 
 Scope = Mapping[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -28,6 +28,10 @@ SESSION_HEADER = b"mcp-session-id"
 VERSION_HEADER = b"mcp-protocol-version"
 ALLOW = [(b"allow", b"GET, POST, DELETE, OPTIONS")]
 JSON = b"application/json"
+JSON_TYPE = (b"content-type", JSON)
+# MCP-Protocol-Version values as they come (ASCII): compared without decoding
+HANDSHAKE_HEADERS = frozenset(v.encode() for v in HANDSHAKE_VERSIONS)
+MODERN_HEADERS = frozenset(v.encode() for v in MODERN_VERSIONS)
 # JSON-RPC errors about the HTTP request itself rather than the resource asked for
 _NAMED = {"resources/read": "uri", "tools/call": "name"}  # methods whose Mcp-Name mirrors a param
 _BAD_REQUEST_CODES = frozenset({-32700, -32600, -32020, -32021, -32022})
@@ -78,6 +82,18 @@ def accepts(accept: str) -> tuple[bool, bool]:
     return json_ok, sse_ok
 
 
+@functools.lru_cache(maxsize=64)
+def post_accepts(content_type: bytes | None, accept: bytes | None) -> tuple[bool, bool]:
+    """A POST's Content-Type must be JSON (else 415) and its Accept list JSON or SSE (else 406);
+    ``accepts`` of it. Cached by the raw values: clients send the same few."""
+    if content_type is None or not content_type.decode("latin-1").lower().startswith("application/json"):
+        raise HTTPError(415, "Content-Type must be application/json")
+    accepted = accepts("" if accept is None else accept.decode("latin-1"))
+    if not (accepted[0] or accepted[1]):
+        raise HTTPError(406, "Accept must list application/json and text/event-stream")
+    return accepted
+
+
 def _is_zero_q(parameter: str) -> bool:
     name, _, value = parameter.partition("=")
     if name.strip() != "q":
@@ -86,16 +102,6 @@ def _is_zero_q(parameter: str) -> bool:
         return float(value) == 0
     except ValueError:
         return False
-
-
-def is_modern(message: Any, headers: RequestHeaders) -> bool:
-    if headers.opt(VERSION_HEADER) in MODERN_VERSIONS:
-        return True
-    if type(message) is dict:
-        params = message.get("params")
-        meta = params.get("_meta") if type(params) is dict else None
-        return type(meta) is dict and META_PROTOCOL_VERSION in meta
-    return False
 
 
 def check_modern_headers(message: Any, headers: RequestHeaders) -> None:
@@ -108,27 +114,30 @@ def check_modern_headers(message: Any, headers: RequestHeaders) -> None:
     if body_version is None:
         raise InvalidParams(f"Invalid params: _meta['{META_PROTOCOL_VERSION}'] is required",
                             {"missing": [META_PROTOCOL_VERSION]})
-    header_version = headers.opt(VERSION_HEADER)
-    if header_version is None:
+    raw = headers.get(VERSION_HEADER)  # (``opt``, inlined here and below: every request passes)
+    if raw is None:
         raise HeaderMismatch("Header mismatch: MCP-Protocol-Version header is required",
                              {"header": "MCP-Protocol-Version"})
+    header_version = raw.decode("latin-1")
     if header_version != body_version:
         raise HeaderMismatch("Header mismatch: MCP-Protocol-Version differs from _meta protocolVersion",
                              {"header": "MCP-Protocol-Version", "expected": body_version, "actual": header_version})
     method = message.get("method")
-    header_method = headers.opt(b"mcp-method")
-    if header_method is None:
+    raw = headers.get(b"mcp-method")
+    if raw is None:
         if "id" not in message:
             return  # a notification: the revision defines no header rules for those
         raise HeaderMismatch("Header mismatch: Mcp-Method header is required", {"header": "Mcp-Method"})
+    header_method = raw.decode("latin-1")
     if header_method != method:
         raise HeaderMismatch("Header mismatch: Mcp-Method differs from the body's method",
                              {"header": "Mcp-Method", "expected": method, "actual": header_method})
     source = _NAMED.get(method) if type(method) is str and "id" in message else None
     if source is not None:
-        name = headers.opt(b"mcp-name")
-        if name is None:
+        raw = headers.get(b"mcp-name")
+        if raw is None:
             raise HeaderMismatch("Header mismatch: Mcp-Name header is required", {"header": "Mcp-Name"})
+        name = raw.decode("latin-1")
         value = params.get(source) if type(params) is dict else None
         decoded = decode_header(name)
         if decoded != value:
@@ -203,17 +212,20 @@ async def respond_json(send: Send, status: int, message: Any, headers: Headers |
     await respond(send, status, orjson.dumps(message), headers)
 
 
-async def read_body(headers: RequestHeaders, receive: Receive, limit: int) -> bytes:
-    """A request's body, at most ``limit`` bytes (else 413)."""
-    declared = headers.text(b"content-length")
-    if declared and not is_digits(declared):
-        raise HTTPError(400, "Content-Length must be ASCII digits")
-    if declared and int(declared) > limit:
-        raise HTTPError(413, f"Body larger than {limit} bytes")
+def check_length(declared: bytes | None, limit: int) -> None:
+    """A declared Content-Length: ASCII digits (else 400), at most ``limit`` (else 413)."""
+    if declared:
+        if not declared.isdigit():  # bytes: ASCII digits only
+            raise HTTPError(400, "Content-Length must be ASCII digits")
+        if int(declared) > limit:
+            raise HTTPError(413, f"Body larger than {limit} bytes")
+
+
+async def read_rest(message: dict[str, Any], receive: Receive, limit: int) -> bytes:
+    """A request's body from its first ``receive()``d message on, at most ``limit`` bytes (else 413)."""
     chunks: list[bytes] = []
     size = 0
     while True:
-        message = await receive()
         if message["type"] == "http.disconnect":
             raise HTTPError(400, "Client disconnected")
         chunk = message.get("body", b"")
@@ -223,3 +235,4 @@ async def read_body(headers: RequestHeaders, receive: Receive, limit: int) -> by
         chunks.append(chunk)
         if not message.get("more_body"):
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        message = await receive()

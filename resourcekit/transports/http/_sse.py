@@ -50,10 +50,11 @@ class Inbox:
         self.waiter: asyncio.Future[None] | None = None
         self.watcher: asyncio.Future[dict[str, Any]] | None = None
         self.limit = limit
-        self.keys: dict[tuple[str, ...], Any] = {}  # coalescing key -> the queued message
-        self.others = 0  # queued messages that do not coalesce
-        self.overflowed = False
-        self.on_overflow = on_overflow
+        if limit:  # what only a bounded inbox reads (one per POST is not)
+            self.keys: dict[tuple[str, ...], Any] = {}  # coalescing key -> the queued message
+            self.others = 0  # queued messages that do not coalesce
+            self.overflowed = False
+            self.on_overflow = on_overflow
 
     def put(self, message: Any) -> None:
         if self.limit:
@@ -110,8 +111,9 @@ class Inbox:
         """The messages not yet consumed (sentinels aside), removed."""
         items = [m for m in self.items if m is not ENDED and m is not CANCELLED]
         self.items.clear()
-        self.keys.clear()
-        self.others = 0
+        if self.limit:
+            self.keys.clear()
+            self.others = 0
         return items
 
     def stop_watching(self) -> None:

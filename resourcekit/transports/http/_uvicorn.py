@@ -8,6 +8,10 @@ received while a header section is incomplete are counted (past ``max_header_byt
 ``header_timeout`` seconds after the connection opens or the request's first byte
 arrives (else the connection is closed).  Both come from the served app's ``Limits``.
 
+Where a header section stands is read from uvicorn's own state after each ``data_received``
+(a request's cycle exists once its header section is complete), not from parser callbacks of
+ours: those ran for every request.
+
 The clock is one sweep over the open connections, a few times per ``header_timeout``,
 not a timer per request: arming and cancelling one for every request cost a tenth of
 the server's time per read.  Nor does a request read the clock: the sweep stamps a
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -46,6 +51,11 @@ def _limits_of(app: Any) -> Limits:
 class BoundedHeadersProtocol(HttpToolsProtocol):
     """``HttpToolsProtocol`` that refuses header sections too large or too slow."""
 
+    # slots: uvicorn's protocol keeps 28 attributes in its ``__dict__``; four more there would pass
+    # the 30 keys a class's instances can share, and every attribute read in uvicorn's
+    # per-request code would fall back to a plain dict lookup
+    __slots__ = ("head", "head_since", "header_timeout", "max_header_bytes")
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         limits = _limits_of(self.config.loaded_app)
@@ -68,24 +78,33 @@ class BoundedHeadersProtocol(HttpToolsProtocol):
         transport = self.transport
         if transport.is_closing():
             return
+        before = self.cycle
         HttpToolsProtocol.data_received(self, data)
-        if self.head is not None and not transport.is_closing():
-            self.head += len(data)
-            if self.head > self.max_header_bytes:
-                log.debug("header section over %d bytes: 431, connection closed", self.max_header_bytes)
-                self._stop_head()
-                self.transport.write(TOO_LARGE)
-                self.transport.close()
-
-    def on_message_begin(self) -> None:
-        HttpToolsProtocol.on_message_begin(self)
-        if self.head is None:
-            self.head = 0  # ``_start_head``, inlined: every request passes here
+        # where the parser stands, from what uvicorn made of the data (no callback of ours runs per
+        # request): a request gets its cycle once its header section is complete
+        cycle = self.cycle
+        if cycle is not None and cycle.scope is self.scope:
+            self.head = None  # every header section so far is complete (nearly every call)
+            return
+        if transport.is_closing():
+            return
+        if self.head is None or cycle is not before:  # a request began after a complete header section
+            self.head = 0
             self.head_since = None
+        self.head += len(data)
+        if self.head > self.max_header_bytes:
+            log.debug("header section over %d bytes: 431, connection closed", self.max_header_bytes)
+            self._stop_head()
+            transport.write(TOO_LARGE)
+            transport.close()
 
-    def on_headers_complete(self) -> None:
-        self.head = None
-        HttpToolsProtocol.on_headers_complete(self)
+    def handle_websocket_upgrade(self) -> None:
+        # the connection is the WebSocket protocol's from here: no sweep, and no bound on what
+        # the data this call hands over counts as (it was the upgrade request's, complete)
+        _OPEN.discard(self)
+        self.max_header_bytes = sys.maxsize
+        HttpToolsProtocol.handle_websocket_upgrade(self)
+        self._stop_head()
 
     def _start_head(self) -> None:
         self.head = 0

@@ -12,13 +12,8 @@ from collections.abc import AsyncIterator, Iterable
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from ...eras import STATELESS
-from ...errors import InvalidRequest, MCPError, ParseError
-from ...protocol import Server, error_response
-from ...versions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION, MODERN_VERSIONS
-from ._exchange import exchange
+from ...protocol import Server
+from ...versions import MODERN_VERSIONS
 from ._gate import AuthHook, bare_host, check_host_and_origin, gate, preflight_headers, well_known, with_cors
 from ._headers import (
     ALLOW,
@@ -30,13 +25,10 @@ from ._headers import (
     Scope,
     Send,
     accepts,
-    check_modern_headers,
     error_body,
-    is_modern,
-    read_body,
     respond,
-    respond_json,
 )
+from ._post import post
 from ._sessions import Session, SessionLimits, SessionTable
 from ._sse import ENDED, PRIMING_VERSION, Inbox, OpenStreams, resume, sse_headers, write
 
@@ -97,9 +89,11 @@ class ASGIApp:
     ) -> None:
         self.app = app
         self.path = path.rstrip("/") or "/"
+        # Host/Origin verdicts by (Host, Origin, bound address): clients send the same few
+        self._admitted: dict[tuple[bytes | None, bytes | None, Any], str | None] = {}
         self.allowed_origins = frozenset(o.rstrip("/").lower() for o in allowed_origins)
         self.allowed_hosts = None if allowed_hosts is None else frozenset(bare_host(h) for h in allowed_hosts)
-        self.auth, self._authorize = auth, gate(auth, app)
+        self.auth, self.authorize = auth, gate(auth, app)
         self.limits = limits = app.limits.replace(session_idle_timeout=session_idle_timeout,
                                                   max_sessions=max_sessions)
         table = SessionLimits(limits.session_idle_timeout, limits.max_sessions, limits.max_replay_bytes, replay,
@@ -111,7 +105,7 @@ class ASGIApp:
 
             self.shared = SharedSessions(table, RedisBroker(redis, redis_prefix, max_events=replay))
         self.sessions: SessionTable = self.shared if self.shared is not None else SessionTable(table)
-        self._streams = OpenStreams(max_streams, keepalive)
+        self.streams = OpenStreams(max_streams, keepalive)
         self.closed = False
         self._server: Server | None = None
         self._reaper: asyncio.Task[None] | None = None
@@ -120,9 +114,27 @@ class ASGIApp:
     session_idle_timeout = property(attrgetter("sessions.limits.idle_timeout"))
     max_sessions = property(attrgetter("sessions.limits.max_sessions"))
     replay = property(attrgetter("sessions.limits.replay_events"))
-    max_streams = property(attrgetter("_streams.limit"))
-    keepalive = property(attrgetter("_streams.keepalive"))
-    open_streams = property(attrgetter("_streams.count"))
+    max_streams = property(attrgetter("streams.limit"))
+    keepalive = property(attrgetter("streams.keepalive"))
+    open_streams = property(attrgetter("streams.count"))
+
+    @property
+    def allowed_hosts(self) -> frozenset[str] | None:
+        return self._allowed_hosts
+
+    @allowed_hosts.setter
+    def allowed_hosts(self, hosts: frozenset[str] | None) -> None:
+        self._allowed_hosts = hosts
+        self._admitted.clear()
+
+    @property
+    def allowed_origins(self) -> frozenset[str]:
+        return self._allowed_origins
+
+    @allowed_origins.setter
+    def allowed_origins(self, origins: frozenset[str]) -> None:
+        self._allowed_origins = origins
+        self._admitted.clear()
 
     # --- ASGI entry and lifecycle -------------------------------------------------------
 
@@ -130,7 +142,10 @@ class ASGIApp:
         kind = scope["type"]
         if kind == "http":
             try:
-                await self._http(scope, receive, send)
+                if scope.get("method") == "POST" and scope.get("path") == self.path and not scope.get("root_path"):
+                    await post(self, scope, receive, send)  # every request of a session after initialize
+                else:
+                    await self._http(scope, receive, send)
             except HTTPError as exc:
                 await respond(send, exc.status, error_body(exc.status, exc.message), exc.headers)
             except Exception:
@@ -222,103 +237,44 @@ class ASGIApp:
             await (respond(send, 404, b"Not Found", content_type=b"text/plain") if document is None
                    else respond(send, 200, document, [(b"access-control-allow-origin", b"*")]))
             return
-        headers = RequestHeaders(scope.get("headers", ()))
-        origin = check_host_and_origin(scope, headers, self.allowed_hosts, self.allowed_origins)
-        if origin is not None:
-            send = with_cors(send, origin)
         method = scope.get("method", "GET")
+        if method == "POST":
+            await post(self, scope, receive, send)
+            return
+        headers = RequestHeaders(scope.get("headers", ()))
+        send = self.admit(scope, headers, send)
         if method == "OPTIONS":  # CORS preflight: no credentials are sent, so no auth either
-            await respond(send, 204, b"", preflight_headers(headers) if origin else ALLOW)
+            await respond(send, 204, b"", preflight_headers(headers) if headers.get(b"origin") else ALLOW)
             return
         if self.closed:
             raise HTTPError(503, "Server is shutting down", [(b"retry-after", b"5")])
-        principal = None if self._authorize is None else await self._authorize(headers, scope)
-        if method == "POST":
-            await self._post(headers, receive, send, principal)
-        elif method == "GET":
+        principal = None if self.authorize is None else await self.authorize(headers, scope)
+        if method == "GET":
             await self._get(headers, receive, send, principal)
         elif method == "DELETE":
             await self._delete(headers, send, principal)
         else:
             raise HTTPError(405, f"Method {method} not allowed", ALLOW)
 
-    # --- POST ----------------------------------------------------------------------
-
-    async def _post(self, headers: RequestHeaders, receive: Receive, send: Send, principal: Any) -> None:
-        if not headers.text(b"content-type").lower().startswith("application/json"):
-            raise HTTPError(415, "Content-Type must be application/json")
-        accepted = accepts(headers.text(b"accept"))
-        if not (accepted[0] or accepted[1]):
-            raise HTTPError(406, "Accept must list application/json and text/event-stream")
-        body = await read_body(headers, receive, self.limits.max_message_size)
+    def admit(self, scope: Scope, headers: RequestHeaders, send: Send) -> Send:
+        """The Host and Origin checks (421, 403); ``send`` with CORS headers for an allowed origin."""
+        key = (headers.get(b"host"), headers.get(b"origin"), scope.get("server"))
         try:
-            message = orjson.loads(body)
-        except orjson.JSONDecodeError as exc:
-            await respond_json(send, 400, error_response(None, ParseError(f"Parse error: {exc}")))
-            return
-        if is_modern(message, headers):
-            await self._post_modern(message, headers, receive, send, accepted, principal)
-        else:
-            await self._post_session(message, headers, receive, send, accepted, principal)
+            origin = self._admitted[key]
+        except (KeyError, TypeError):  # not seen yet (or an address given as a list)
+            origin = check_host_and_origin(scope, headers, self.allowed_hosts, self.allowed_origins)
+            if len(self._admitted) >= 256:  # distinct values are few unless someone makes them up
+                self._admitted.clear()
+            with contextlib.suppress(TypeError):
+                self._admitted[key] = origin
+        return send if origin is None else with_cors(send, origin)
 
-    async def _post_modern(self, message: Any, headers: RequestHeaders, receive: Receive, send: Send,
-                           accepted: tuple[bool, bool], principal: Any) -> None:
-        try:
-            check_modern_headers(message, headers)
-        except MCPError as exc:
-            rid = message.get("id") if isinstance(message, dict) else None
-            await respond_json(send, 400, error_response(rid, exc, STATELESS))
-            return
-        if not accepted[1] and message.get("method") == "subscriptions/listen":
-            raise HTTPError(406, "subscriptions/listen answers with a stream: Accept must list text/event-stream")
-        conn = self.server.connect(_discard, stateless=True)
-        bound = self.limits.max_pending_notifications if message.get("method") == "subscriptions/listen" else 0
-        await exchange(conn, message, receive, send, accepted, self._streams, watch=True, bound=bound,
-                       principal=principal)
-
-    async def _post_session(self, message: Any, headers: RequestHeaders, receive: Receive, send: Send,
-                            accepted: tuple[bool, bool], principal: Any) -> None:
-        if type(message) is dict and message.get("method") == "initialize" and "id" in message:
-            await self._initialize(message, receive, send, accepted, principal)
-            return
-        sid = headers.opt(SESSION_HEADER)
-        if not sid:
-            await respond_json(send, 400, error_response(None, InvalidRequest(
-                "Bad Request: Mcp-Session-Id header is required (initialize first, or send a "
-                f"2026-07-28 request with _meta['{META_PROTOCOL_VERSION}'])")))
-            return
-        session = self.sessions.lookup(sid, principal) if self.shared is None else await self._session(sid, principal)
-        version = headers.opt(VERSION_HEADER)
-        if version is not None and version not in HANDSHAKE_VERSIONS:
-            await respond_json(send, 400, error_response(None, InvalidRequest(
-                f"Bad Request: unsupported MCP-Protocol-Version {version!r}",
-                {"supported": list(HANDSHAKE_VERSIONS)})))
-            return
-        assert session.conn is not None
-        if self.shared is not None:
-            send = self.shared.prepare(session, message, send)
-        await exchange(session.conn, message, receive, send, accepted, self._streams, session=session,
-                       principal=principal)
+    # --- GET and DELETE ---------------------------------------------------------------
 
     async def _session(self, sid: str, principal: Any) -> Session:
         if self.shared is None:
             return self.sessions.lookup(sid, principal)
         return await self.shared.find(sid, principal, self.server.connect)
-
-    async def _initialize(self, message: dict[str, Any], receive: Receive, send: Send, accepted: tuple[bool, bool],
-                          principal: Any) -> None:
-        session = self.sessions.create(self.server.connect, principal)
-        assert session.conn is not None
-        if self.shared is not None:
-            send = self.shared.storing(session, send)
-        try:
-            await exchange(session.conn, message, receive, send, accepted, self._streams, session=session,
-                           issue_session=True, principal=principal)
-        finally:
-            if session.conn.protocol_version is None:  # initialize failed: no session
-                self.sessions.end(session)
-
-    # --- GET and DELETE ---------------------------------------------------------------
 
     async def _get(self, headers: RequestHeaders, receive: Receive, send: Send, principal: Any) -> None:
         sid = headers.opt(SESSION_HEADER)
@@ -330,15 +286,15 @@ class ASGIApp:
         session = await self._session(sid, principal)
         replay: list[bytes] = []
         last = headers.opt(b"last-event-id")
-        if self.shared is not None and await self.shared.serve_get(session, last, receive, send, self._streams,
+        if self.shared is not None and await self.shared.serve_get(session, last, receive, send, self.streams,
                                                                     self.limits.max_stream_lifetime):
             return
         if last:
             resumed, replay = session.replay_after(last)
             if resumed is not session.standalone:
-                await resume(resumed, replay, receive, send, self._streams)
+                await resume(resumed, replay, receive, send, self.streams)
                 return
-        self._streams.claim()
+        self.streams.claim()
         pump: asyncio.Future[None] | None = None
 
         def overflowed() -> None:
@@ -361,7 +317,7 @@ class ASGIApp:
             if pump is not None:
                 pump.cancel()
             listener.stop_watching()
-            self._streams.release()
+            self.streams.release()
             session.detach_listener(listener)
 
     async def _get_stream(self, session: Session, listener: Inbox, pending: list[Any], replay: list[bytes],
@@ -376,7 +332,7 @@ class ASGIApp:
         for message in pending:
             await write(send, stream.event(message))
         while True:
-            item = await listener.next(receive, True, send, self._streams.keepalive)
+            item = await listener.next(receive, True, send, self.streams.keepalive)
             if item is None:
                 return  # the client went away
             if item is ENDED:
@@ -396,5 +352,3 @@ class ASGIApp:
         await respond(send, 204, b"")
 
 
-def _discard(message: Any) -> None:
-    """Stateless connections have no channel beside the response."""

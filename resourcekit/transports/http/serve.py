@@ -51,6 +51,9 @@ def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, relo
     configure_logging()
     check_port(host, port)  # before "serving": uvicorn would only say so after it
     level = os.environ.get("RESOURCEKIT_LOG_LEVEL", "warning").lower()
+    # uvicorn's access line is INFO: below that level it is dropped, but only after its client
+    # address and quoted path were formatted, on every response; off unless it would show
+    access_log = level in ("trace", "debug", "info")
     shown = f"[{host}]" if ":" in host else host
     if options.get("redis"):  # for processes that load the app themselves (reloader, workers)
         os.environ["RESOURCEKIT_REDIS_URL"] = options["redis"]
@@ -69,7 +72,7 @@ def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, relo
         print(f"resourcekit: serving {target} at http://{shown}:{port}/mcp with {workers} workers", file=sys.stderr)
         uvicorn.run(WORKER_FACTORY, factory=True, workers=workers, host=host, port=port, log_level=level,
                     lifespan="on", timeout_graceful_shutdown=SHUTDOWN_GRACE, proxy_headers=False,
-                    date_header=False, server_header=False, http=BoundedHeadersProtocol)
+                    date_header=False, server_header=False, http=BoundedHeadersProtocol, access_log=access_log)
         return
     if reload_target is not None:
         assert reload_dir is not None
@@ -77,7 +80,8 @@ def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, relo
         print(f"resourcekit: serving {reload_target} at http://{shown}:{port}/mcp, reloading on changes "
               f"in {reload_dir}", file=sys.stderr)
         uvicorn.run(reload_factory, factory=True, reload=True, reload_dirs=[reload_dir], host=host, port=port,
-                    log_level=level, timeout_graceful_shutdown=SHUTDOWN_GRACE, http=BoundedHeadersProtocol)
+                    log_level=level, timeout_graceful_shutdown=SHUTDOWN_GRACE, http=BoundedHeadersProtocol,
+                    access_log=access_log)
         return
     assert app is not None
     asgi = ASGIApp(app, **options)
@@ -103,7 +107,8 @@ def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, relo
     config = uvicorn.Config(served if wrap is None else wrap(asgi), host=host, port=port, log_level=level,
                             lifespan="on",
                             timeout_graceful_shutdown=SHUTDOWN_GRACE, proxy_headers=False,
-                            date_header=False, server_header=False, http=BoundedHeadersProtocol)
+                            date_header=False, server_header=False, http=BoundedHeadersProtocol,
+                            access_log=access_log)
     print(f"resourcekit: serving {app.name!r} at http://{shown}:{port}{asgi.path}", file=sys.stderr)
     with contextlib.suppress(KeyboardInterrupt):
         _Server(config).run()

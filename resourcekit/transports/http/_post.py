@@ -1,0 +1,130 @@
+"""POST to the MCP endpoint: admission, the body, then the exchange of its era.
+
+The path of every request a client makes after ``initialize``, so it runs as one coroutine
+down to ``exchange`` (each coroutine level is paid again on every resumption): checks that
+need no I/O are plain functions, the header values are compared as bytes where they come
+in, and the Host/Origin verdict is cached per distinct header values (``ASGIApp.admit``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ...eras import STATELESS
+from ...errors import InvalidRequest, MCPError, ParseError
+from ...protocol import error_response
+from ...versions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION
+from ._exchange import exchange
+from ._headers import (
+    HANDSHAKE_HEADERS,
+    MODERN_HEADERS,
+    SESSION_HEADER,
+    VERSION_HEADER,
+    HTTPError,
+    Receive,
+    RequestHeaders,
+    Scope,
+    Send,
+    check_length,
+    check_modern_headers,
+    post_accepts,
+    read_rest,
+    respond_json,
+)
+
+if TYPE_CHECKING:
+    from .asgi import ASGIApp
+
+__all__ = ["post"]
+
+
+async def post(endpoint: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+    """Serve one POST to the endpoint (refusals raise ``HTTPError``)."""
+    headers = RequestHeaders(scope.get("headers", ()))
+    send = endpoint.admit(scope, headers, send)
+    if endpoint.closed:
+        raise HTTPError(503, "Server is shutting down", [(b"retry-after", b"5")])
+    authorize = endpoint.authorize
+    principal = None if authorize is None else await authorize(headers, scope)
+    accepted = post_accepts(headers.get(b"content-type"), headers.get(b"accept"))
+    limit = endpoint.limits.max_message_size
+    check_length(headers.get(b"content-length"), limit)
+    first = await receive()
+    body = first.get("body", b"")
+    if first.get("more_body") or first["type"] != "http.request" or len(body) > limit:
+        body = await read_rest(first, receive, limit)
+    try:
+        message = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        await respond_json(send, 400, error_response(None, ParseError(f"Parse error: {exc}")))
+        return
+    version = headers.get(VERSION_HEADER)
+    if type(message) is dict:
+        params = message.get("params")
+        meta = params.get("_meta") if type(params) is dict else None
+        if version in MODERN_HEADERS or (type(meta) is dict and META_PROTOCOL_VERSION in meta):  # 2026-07-28
+            await _post_modern(endpoint, message, headers, receive, send, accepted, principal)
+            return
+        if message.get("method") == "initialize" and "id" in message:
+            await _initialize(endpoint, message, receive, send, accepted, principal)
+            return
+    elif version in MODERN_HEADERS:
+        await _post_modern(endpoint, message, headers, receive, send, accepted, principal)
+        return
+    sid = headers.get(SESSION_HEADER)
+    if not sid:
+        await respond_json(send, 400, error_response(None, InvalidRequest(
+            "Bad Request: Mcp-Session-Id header is required (initialize first, or send a "
+            f"2026-07-28 request with _meta['{META_PROTOCOL_VERSION}'])")))
+        return
+    shared = endpoint.shared
+    session = endpoint.sessions.lookup(sid.decode("latin-1"), principal) if shared is None else \
+        await shared.find(sid.decode("latin-1"), principal, endpoint.server.connect)
+    if version is not None and version not in HANDSHAKE_HEADERS:
+        await respond_json(send, 400, error_response(None, InvalidRequest(
+            f"Bad Request: unsupported MCP-Protocol-Version {version.decode('latin-1')!r}",
+            {"supported": list(HANDSHAKE_VERSIONS)})))
+        return
+    assert session.conn is not None
+    if shared is not None:
+        send = shared.prepare(session, message, send)
+    await exchange(session.conn, message, receive, send, accepted, endpoint.streams, session=session,
+                   principal=principal)
+
+
+async def _post_modern(endpoint: ASGIApp, message: Any, headers: RequestHeaders, receive: Receive, send: Send,
+                       accepted: tuple[bool, bool], principal: Any) -> None:
+    try:
+        check_modern_headers(message, headers)
+    except MCPError as exc:
+        rid = message.get("id") if isinstance(message, dict) else None
+        await respond_json(send, 400, error_response(rid, exc, STATELESS))
+        return
+    listen = message.get("method") == "subscriptions/listen"
+    if not accepted[1] and listen:
+        raise HTTPError(406, "subscriptions/listen answers with a stream: Accept must list text/event-stream")
+    conn = endpoint.server.connect(_discard, stateless=True)
+    bound = endpoint.limits.max_pending_notifications if listen else 0
+    await exchange(conn, message, receive, send, accepted, endpoint.streams, watch=True, bound=bound,
+                   principal=principal)
+
+
+async def _initialize(endpoint: ASGIApp, message: dict[str, Any], receive: Receive, send: Send,
+                      accepted: tuple[bool, bool], principal: Any) -> None:
+    sessions = endpoint.sessions
+    session = sessions.create(endpoint.server.connect, principal)
+    assert session.conn is not None
+    if endpoint.shared is not None:
+        send = endpoint.shared.storing(session, send)
+    try:
+        await exchange(session.conn, message, receive, send, accepted, endpoint.streams, session=session,
+                       issue_session=True, principal=principal)
+    finally:
+        if session.conn.protocol_version is None:  # initialize failed: no session
+            sessions.end(session)
+
+
+def _discard(message: Any) -> None:
+    """Stateless connections have no channel beside the response."""
