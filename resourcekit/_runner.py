@@ -120,11 +120,10 @@ class ThreadRunner:
             self._taken = next(takes)
             fn, callback = job
             try:
-                outcome = (callback, True, fn())
+                done.append((callback, True, fn()))
             except BaseException as exc:  # delivered to the loop, which decides
-                outcome = (callback, False, exc)
-            done.append(outcome)
-            if not self._wake():
+                done.append((callback, False, exc))
+            if not self._wake_pending and not self._wake():
                 return  # loop closed while we worked: nobody to tell
 
     def _wake(self) -> bool:

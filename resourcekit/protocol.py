@@ -14,12 +14,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from . import accesslog, telemetry
+from ._fastread import read_fast
 from ._runner import ThreadRunner
 from .context import LEVEL_RANK
 from .eras import HANDSHAKE, STATELESS, Era, error_response
@@ -140,6 +141,8 @@ class Connection:
         self.server = server
         self.app = server.app
         self.send = send  # for messages not tied to a request (subscription updates)
+        # a transport writing JSON lines takes encoded replies too: reads then take the fast path
+        self.send_bytes: Callable[[bytes], None] | None = None
         self.stateless = stateless
         self.protocol_version: str | None = None
         self.client_capabilities: dict[str, Any] = {}
@@ -173,6 +176,9 @@ class Connection:
             (reply or self.send)(error_response(None, ParseError(f"Parse error: {exc}")))
             return
         if type(message) is dict:  # ``receive``, inlined for the common case
+            if (reply is None and self.send_bytes is not None and message.get("method") == "resources/read"
+                    and read_fast(self, message, self.send_bytes)):
+                return
             self._receive_one(message, reply or self.send)
         else:
             self.receive(message, reply)

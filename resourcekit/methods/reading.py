@@ -22,6 +22,8 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from orjson import OPT_APPEND_NEWLINE, dumps
+
 from ..contents import TEXT_MIME, combined_version, to_contents, version_of
 from ..context import Context
 from ..errors import InvalidParams, NotModified, ResourceNotFound
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
     from ..handler import Handler
     from ..protocol import Request
 
-__all__ = ["METHODS", "serve"]
+__all__ = ["METHODS", "read_reply", "serve"]
 
 log = logging.getLogger("resourcekit")
 
@@ -159,6 +161,13 @@ def read_result(req: Request, handler: Handler, uri: str, value: Any) -> dict[st
         seen[uri] = version
     result = {"contents": wire}
     return cache_hints(req, result, handler) if req.modern else result
+
+
+def read_reply(req: Request, handler: Handler, uri: str, value: Any) -> bytes:
+    """The whole response to a handshake-era read, encoded as one JSON line (by the worker
+    that ran the handler, so the loop thread only writes it)."""
+    return dumps({"jsonrpc": "2.0", "id": req.id, "result": read_result(req, handler, uri, value)},
+                 option=OPT_APPEND_NEWLINE)
 
 
 def _read_result_sep_2093(req: Request, handler: Handler, uri: str, value: Any, is_listable: bool) -> dict[str, Any]:

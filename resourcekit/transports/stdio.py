@@ -41,17 +41,27 @@ class _Writer:
         self._loop = asyncio.get_running_loop()
 
     def send(self, message: Any) -> None:
-        self._buffer.append(orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE))
+        self.send_bytes(orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE))
+
+    def send_bytes(self, line: bytes) -> None:
+        """A message encoded already, newline included."""
+        self._buffer.append(line)
         if not self._scheduled:
             self._scheduled = True
             self._loop.call_soon(self.flush)
 
     def flush(self) -> None:
         self._scheduled = False
-        if self._buffer and not self._transport.is_closing():
-            data = b"".join(self._buffer) if len(self._buffer) > 1 else self._buffer[0]
-            self._buffer.clear()
-            self._transport.write(data)
+        buffer, transport = self._buffer, self._transport
+        if buffer and not transport.is_closing():
+            if len(buffer) == 1:
+                transport.write(buffer[0])
+            elif transport.get_write_buffer_size():  # it only appends them to its buffer: no joined copy
+                for data in buffer:
+                    transport.write(data)
+            else:
+                transport.write(b"".join(buffer))
+            buffer.clear()
 
 
 class _Flow(asyncio.Protocol):
@@ -193,6 +203,7 @@ async def serve_stdio(app: Registry, stdin: Any = None, stdout_fd: int | None = 
         write_transport.set_write_buffer_limits(high=OUTPUT_HIGH_WATER)
     writer = _Writer(write_transport)
     conn = server.connect(writer.send)
+    conn.send_bytes = writer.send_bytes
     done: asyncio.Future[None] = loop.create_future()
     stdin = stdin if stdin is not None else sys.stdin.buffer
     reader = _Reader(conn, app.max_message_size, done)

@@ -1,0 +1,115 @@
+"""``resources/read`` of a sync handler in a session, in as few steps as the answer allows.
+
+The most frequent request of a stdio session: a handshake-era read, no ``_meta``, no
+extension that changes the result, no access log or span, a sync handler without a
+``Context``.  ``Connection.feed`` hands such a message here before anything else; this
+checks what the general path would check (an id, a URI within the limit, an id not
+in flight, room for one more in flight, a match) and sends the handler to a worker,
+which builds the whole reply and encodes it (hashing and encoding a big text there
+leaves the loop free): the loop thread only decodes the line, looks the URI up and
+appends the finished reply's bytes to the output.
+Anything else (and every error) goes the general way, which answers it exactly as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from . import telemetry
+from .eras import HANDSHAKE
+from .errors import LimitExceeded, ResourceNotFound
+from .methods.reading import read_reply
+from .request import Request
+
+if TYPE_CHECKING:
+    from .handler import Handler
+    from .protocol import Connection
+
+__all__ = ["read_fast"]
+
+SendBytes = Callable[[bytes], None]
+_READ = "resources/read"
+
+
+class FastRead(Request):
+    """A read in flight that the worker answers with the encoded reply (see the module)."""
+
+    __slots__ = ("handler", "kwargs", "send_bytes", "uri")
+
+    def __init__(self, conn: Connection, rid: Any, params: dict[str, Any], uri: str, handler: Handler,
+                 kwargs: dict[str, Any], send_bytes: SendBytes) -> None:
+        # Request.__init__ for this case (no _meta, the session's era), without its branches
+        self.conn = conn
+        self.id = rid
+        self.method = _READ
+        self.params = params
+        self.version = conn.protocol_version
+        self.era = HANDSHAKE
+        self.modern = False
+        self.log_level = conn.log_level
+        self.reply = conn.send
+        self.task = None
+        self.cancelled = False
+        self.principal = None
+        self.meta = {}
+        self.optin = conn.optin
+        self.uri = uri
+        self.handler = handler
+        self.kwargs = kwargs
+        self.send_bytes = send_bytes
+
+    def run(self) -> bytes | None:
+        """In a worker: the handler's value, as the whole reply."""
+        if self.cancelled:
+            return None  # cancelled while it waited for a worker: nobody wants it
+        try:
+            value = self.handler.fn(**self.kwargs)
+        except ResourceNotFound:
+            self.conn.app.router.forget(self.uri)  # no cache slot for what is not there
+            raise
+        return read_reply(self, self.handler, self.uri, value)
+
+    def finish(self, ok: bool, value: Any) -> None:
+        """On the loop: write the reply, unless the read was cancelled meanwhile."""
+        if self.cancelled:
+            return
+        if ok:
+            self.conn.inflight.pop(self.id, None)
+            self.send_bytes(value)
+        else:
+            self.fail(value)
+
+
+def read_fast(conn: Connection, msg: dict[str, Any], send_bytes: SendBytes) -> bool:
+    """Start the read ``msg`` asks for, answered through ``send_bytes``; False: nothing done,
+    the general path takes it."""
+    params = msg.get("params")
+    rid = msg.get("id")
+    if type(params) is not dict or "_meta" in params or (type(rid) is not int and type(rid) is not str):
+        return False
+    uri = params.get("uri")
+    inflight = conn.inflight
+    if (
+        type(uri) is not str or not uri or len(uri) > conn.limits.max_uri_length
+        or rid in inflight or len(inflight) >= conn.limits.max_inflight
+        or msg.get("jsonrpc") != "2.0"
+        # the connection: after initialize, no extension that changes reads, no access log, no span
+        or conn.protocol_version is None or conn.optin.sep_2093 or conn.principal is not None
+        or conn.new_request is not Request or (conn.traced and telemetry.ON)
+    ):
+        return False
+    match = conn.app.router.match(uri)
+    if match is None:
+        return False
+    handler = match.handler
+    sig = handler.sig
+    if sig.is_async or sig.context_param is not None:
+        return False
+    req = FastRead(conn, rid, params, uri, handler, match.kwargs, send_bytes)
+    try:
+        conn.server.runner.submit(req.run, req.finish)
+    except LimitExceeded:  # too many jobs waiting: the general path says so
+        return False
+    inflight[rid] = req
+    return True
