@@ -30,6 +30,7 @@ __all__ = ["read_fast"]
 
 SendBytes = Callable[[bytes], None]
 _READ = "resources/read"
+_NO_ARGUMENTS: dict[str, Any] = {}  # a resource's handler takes none (never changed: only passed on)
 
 
 class FastRead(Request):
@@ -99,14 +100,19 @@ def read_fast(conn: Connection, msg: dict[str, Any], send_bytes: SendBytes) -> b
         or conn.new_request is not Request or (conn.traced and telemetry.ON)
     ):
         return False
-    match = conn.app.router.match(uri)
-    if match is None:
-        return False
-    handler = match.handler
+    router = conn.app.router
+    handler = router.exact.get(uri)
+    if handler is not None:
+        kwargs = _NO_ARGUMENTS
+    else:
+        match = router.match(uri)
+        if match is None:
+            return False
+        handler, kwargs = match.handler, match.kwargs
     sig = handler.sig
     if sig.is_async or sig.context_param is not None:
         return False
-    req = FastRead(conn, rid, params, uri, handler, match.kwargs, send_bytes)
+    req = FastRead(conn, rid, params, uri, handler, kwargs, send_bytes)
     try:
         conn.server.runner.submit(req.run, req.finish)
     except LimitExceeded:  # too many jobs waiting: the general path says so

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["TEXT_MIME", "Blob", "Content", "Text", "guess_mime_type", "to_contents", "version_of"]
+__all__ = ["TEXT_MIME", "Blob", "Content", "Text", "guess_mime_type", "text_version", "to_contents", "version_of"]
 
 JSON_MIME = "application/json"
 TEXT_MIME = "text/plain"
@@ -127,6 +127,33 @@ def version_of(data: bytes, mime_type: str) -> str:
     digest = hashlib.sha256(data)
     digest.update(suffix)
     return digest.hexdigest()[:32]
+
+
+_MEMO_TEXT = 256  # characters: texts up to this long have their versions remembered
+_MEMO_SIZE = 4096  # texts per mimeType (as many as the router caches URIs); the table starts over when full
+_TEXT_VERSIONS: dict[str, dict[str, str]] = {}
+
+
+def text_version(text: str, mime_type: str) -> str:
+    """``version_of`` the text's UTF-8 bytes; a short text's version is remembered, by the text.
+
+    Most reads serve a few short texts again and again: a dict lookup then replaces the
+    encoding and the hash (equal texts have equal versions, so nothing else can change).
+    """
+    if len(text) > _MEMO_TEXT:
+        return version_of(text.encode("utf-8", "surrogatepass"), mime_type)
+    memo = _TEXT_VERSIONS.get(mime_type)
+    if memo is None:
+        if len(_TEXT_VERSIONS) >= 64:  # mimeTypes are few; never let them pile up
+            _TEXT_VERSIONS.clear()
+        memo = _TEXT_VERSIONS[mime_type] = {}
+    version = memo.get(text)
+    if version is None:
+        version = version_of(text.encode("utf-8", "surrogatepass"), mime_type)
+        if len(memo) >= _MEMO_SIZE:
+            memo.clear()
+        memo[text] = version
+    return version
 
 
 def combined_version(contents: list[Content]) -> str:
