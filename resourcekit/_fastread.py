@@ -13,10 +13,12 @@ Anything else (and every error) goes the general way, which answers it exactly a
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import telemetry
+from ._runner import STALL
 from .eras import HANDSHAKE
 from .errors import LimitExceeded, ResourceNotFound
 from .methods.reading import read_reply
@@ -82,6 +84,69 @@ class FastRead(Request):
             self.fail(value)
 
 
+class _Batch:
+    """The fast reads of one loop iteration (one block of input), one job for the workers.
+
+    A worker runs them in order and hands each reply to the loop as it is made, so a
+    read never waits for the ones after it.  One that blocks must not hold up the rest
+    either: while reads are left and none was taken for ``STALL`` seconds, the batch is
+    queued again, and another worker (started if none is idle) goes on with it.
+    """
+
+    __slots__ = ("conn", "items", "taken")
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.items: deque[FastRead] = deque()
+        self.taken = 0  # reads taken so far, by any worker (a hint of progress)
+
+    def submit(self) -> None:
+        """On the loop, once the iteration's input was read: hand the batch to the workers."""
+        conn = self.conn
+        if conn.fast_batch is self:
+            conn.fast_batch = None  # the next read starts a new one
+        if conn.closed:
+            return
+        try:
+            conn.server.runner.submit(self.run, _ignore)
+        except LimitExceeded as exc:  # too many jobs waiting: each read says so
+            for req in self.items:
+                req.finish(False, exc)
+            self.items.clear()
+            return
+        if len(self.items) > 1:
+            conn.server.loop.call_later(STALL, self.check, 0)
+
+    def run(self) -> None:
+        """In a worker (maybe in several at once): the reads, each answered as it ends."""
+        items, deliver = self.items, self.conn.server.runner.deliver
+        while items:
+            try:
+                req = items.popleft()
+            except IndexError:  # another worker took the last one
+                return
+            self.taken += 1
+            try:
+                deliver(req.finish, True, req.run())
+            except BaseException as exc:  # the loop answers it (Request.fail)
+                deliver(req.finish, False, exc)
+
+    def check(self, taken: int) -> None:
+        """On the loop, every ``STALL`` seconds while reads are left: are the workers stuck?"""
+        if not self.items or self.conn.closed:
+            return
+        if self.taken == taken:  # nothing moved: the batch waits behind a slow read, or in the queue
+            try:
+                self.conn.server.runner.submit(self.run, _ignore)
+            except LimitExceeded:
+                pass  # look again later
+        self.conn.server.loop.call_later(STALL, self.check, self.taken)
+
+
+def _ignore(ok: bool, value: Any) -> None:
+    """A batch job's own outcome: each read was answered by itself."""
+
+
 def read_fast(conn: Connection, msg: dict[str, Any], send_bytes: SendBytes) -> bool:
     """Start the read ``msg`` asks for, answered through ``send_bytes``; False: nothing done,
     the general path takes it."""
@@ -112,10 +177,10 @@ def read_fast(conn: Connection, msg: dict[str, Any], send_bytes: SendBytes) -> b
     sig = handler.sig
     if sig.is_async or sig.context_param is not None:
         return False
-    req = FastRead(conn, rid, params, uri, handler, kwargs, send_bytes)
-    try:
-        conn.server.runner.submit(req.run, req.finish)
-    except LimitExceeded:  # too many jobs waiting: the general path says so
-        return False
-    inflight[rid] = req
+    batch = conn.fast_batch
+    if batch is None:
+        batch = conn.fast_batch = _Batch(conn)
+        conn.server.loop.call_soon(batch.submit)
+    batch.items.append(FastRead(conn, rid, params, uri, handler, kwargs, send_bytes))
+    inflight[rid] = batch.items[-1]
     return True

@@ -98,6 +98,13 @@ class ThreadRunner:
         self._done.append((lambda ok, v: fn(v), True, value))
         self._wake()
 
+    def deliver(self, callback: Callback, ok: bool, value: Any) -> None:
+        """From a worker: ``callback(ok, value)`` on the loop, as if a job had ended (a job
+        that runs several, such as a batch of reads, answers each as it ends)."""
+        self._done.append((callback, ok, value))
+        if not self._wake_pending:
+            self._wake()
+
     async def call(self, fn: Callable[[], Any]) -> Any:
         """``await runner.call(fn)``: run ``fn()`` in a worker from the loop and get its result."""
         future: asyncio.Future[Any] = self._loop.create_future()

@@ -143,6 +143,7 @@ class Connection:
         self.send = send  # for messages not tied to a request (subscription updates)
         # a transport writing JSON lines takes encoded replies too: reads then take the fast path
         self.send_bytes: Callable[[bytes], None] | None = None
+        self.fast_batch: Any = None  # the fast reads of this loop iteration (_fastread)
         self.stateless = stateless
         self.protocol_version: str | None = None
         self.client_capabilities: dict[str, Any] = {}
