@@ -13,6 +13,7 @@ Anything else (and every error) goes the general way, which answers it exactly a
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,10 @@ __all__ = ["read_fast"]
 
 SendBytes = Callable[[bytes], None]
 _READ = "resources/read"
+# a handler whose replies are this big (bytes) gets a job per read, not a place in a batch:
+# the hashing of several runs in parallel, outside the GIL
+_BIG = 1 << 16
+_BIG_KEY = "big_reads"
 _NO_ARGUMENTS: dict[str, Any] = {}  # a resource's handler takes none (never changed: only passed on)
 
 
@@ -71,7 +76,10 @@ class FastRead(Request):
         except ResourceNotFound:
             self.conn.app.router.forget(self.uri)  # no cache slot for what is not there
             raise
-        return read_reply(self, self.handler, self.uri, value)
+        data = read_reply(self, self.handler, self.uri, value)
+        if len(data) >= _BIG and not self.handler.remembered(_BIG_KEY):
+            self.handler.remember(_BIG_KEY, True)
+        return data
 
     def finish(self, ok: bool, value: Any) -> None:
         """On the loop: write the reply, unless the read was cancelled meanwhile."""
@@ -136,10 +144,8 @@ class _Batch:
         if not self.items or self.conn.closed:
             return
         if self.taken == taken:  # nothing moved: the batch waits behind a slow read, or in the queue
-            try:
+            with contextlib.suppress(LimitExceeded):  # too many jobs waiting: look again later
                 self.conn.server.runner.submit(self.run, _ignore)
-            except LimitExceeded:
-                pass  # look again later
         self.conn.server.loop.call_later(STALL, self.check, self.taken)
 
 
@@ -177,10 +183,18 @@ def read_fast(conn: Connection, msg: dict[str, Any], send_bytes: SendBytes) -> b
     sig = handler.sig
     if sig.is_async or sig.context_param is not None:
         return False
+    req = FastRead(conn, rid, params, uri, handler, kwargs, send_bytes)
+    if handler.memo is not None and handler.memo.get(_BIG_KEY):  # its own job: big ones hash in parallel
+        try:
+            conn.server.runner.submit(req.run, req.finish)
+        except LimitExceeded:  # too many jobs waiting: the general path says so
+            return False
+        inflight[rid] = req
+        return True
     batch = conn.fast_batch
     if batch is None:
         batch = conn.fast_batch = _Batch(conn)
         conn.server.loop.call_soon(batch.submit)
-    batch.items.append(FastRead(conn, rid, params, uri, handler, kwargs, send_bytes))
-    inflight[rid] = batch.items[-1]
+    batch.items.append(req)
+    inflight[rid] = req
     return True
