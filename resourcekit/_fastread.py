@@ -95,18 +95,23 @@ class FastRead(Request):
 class _Batch:
     """The fast reads of one loop iteration (one block of input), one job for the workers.
 
-    A worker runs them in order and hands each reply to the loop as it is made, so a
-    read never waits for the ones after it.  One that blocks must not hold up the rest
-    either: while reads are left and none was taken for ``STALL`` seconds, the batch is
-    queued again, and another worker (started if none is idle) goes on with it.
+    A worker runs them in order, then the loop writes all their replies at once.  A read
+    that blocks must not hold up the others: every ``STALL`` seconds until all are answered
+    the loop writes the replies made so far, and while reads are left and none was taken
+    meanwhile, queues the batch again, so that another worker (started if none is idle)
+    goes on with it.
     """
 
-    __slots__ = ("conn", "items", "taken")
+    __slots__ = ("answered", "conn", "items", "replies", "send_bytes", "size", "taken")
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, send_bytes: SendBytes) -> None:
         self.conn = conn
-        self.items: deque[FastRead] = deque()
-        self.taken = 0  # reads taken so far, by any worker (a hint of progress)
+        self.send_bytes = send_bytes
+        self.items: deque[FastRead] = deque()  # reads no worker took yet
+        self.replies: deque[tuple[FastRead, bool, Any]] = deque()  # reads done, not yet answered
+        self.size = 0
+        self.answered = 0  # on the loop
+        self.taken = 0  # by any worker: a hint of progress
 
     def submit(self) -> None:
         """On the loop, once the iteration's input was read: hand the batch to the workers."""
@@ -115,19 +120,20 @@ class _Batch:
             conn.fast_batch = None  # the next read starts a new one
         if conn.closed:
             return
+        self.size = len(self.items)
         try:
-            conn.server.runner.submit(self.run, _ignore)
+            conn.server.runner.submit(self.run, self.answer)
         except LimitExceeded as exc:  # too many jobs waiting: each read says so
             for req in self.items:
                 req.finish(False, exc)
             self.items.clear()
             return
-        if len(self.items) > 1:
+        if self.size > 1:
             conn.server.loop.call_later(STALL, self.check, 0)
 
     def run(self) -> None:
-        """In a worker (maybe in several at once): the reads, each answered as it ends."""
-        items, deliver = self.items, self.conn.server.runner.deliver
+        """In a worker (maybe in several at once): make the replies."""
+        items, replies = self.items, self.replies
         while items:
             try:
                 req = items.popleft()
@@ -135,22 +141,36 @@ class _Batch:
                 return
             self.taken += 1
             try:
-                deliver(req.finish, True, req.run())
+                replies.append((req, True, req.run()))
             except BaseException as exc:  # the loop answers it (Request.fail)
-                deliver(req.finish, False, exc)
+                replies.append((req, False, exc))
+
+    def answer(self, ok: bool = True, value: Any = None) -> None:
+        """On the loop: write the replies made so far (a cancelled read's is dropped)."""
+        replies, inflight = self.replies, self.conn.inflight
+        lines = []
+        while replies:
+            req, ok, value = replies.popleft()
+            self.answered += 1
+            if req.cancelled:
+                continue
+            if ok:
+                inflight.pop(req.id, None)
+                lines.append(value)
+            else:
+                req.fail(value)
+        if lines:
+            self.send_bytes(lines[0] if len(lines) == 1 else b"".join(lines))
 
     def check(self, taken: int) -> None:
-        """On the loop, every ``STALL`` seconds while reads are left: are the workers stuck?"""
-        if not self.items or self.conn.closed:
+        """On the loop, every ``STALL`` seconds until every read is answered."""
+        self.answer()
+        if self.answered >= self.size or self.conn.closed:
             return
-        if self.taken == taken:  # nothing moved: the batch waits behind a slow read, or in the queue
+        if self.items and self.taken == taken:  # none taken meanwhile: stuck behind a slow read, or queued
             with contextlib.suppress(LimitExceeded):  # too many jobs waiting: look again later
-                self.conn.server.runner.submit(self.run, _ignore)
+                self.conn.server.runner.submit(self.run, self.answer)
         self.conn.server.loop.call_later(STALL, self.check, self.taken)
-
-
-def _ignore(ok: bool, value: Any) -> None:
-    """A batch job's own outcome: each read was answered by itself."""
 
 
 def read_fast(conn: Connection, msg: dict[str, Any], send_bytes: SendBytes) -> bool:
@@ -193,7 +213,7 @@ def read_fast(conn: Connection, msg: dict[str, Any], send_bytes: SendBytes) -> b
         return True
     batch = conn.fast_batch
     if batch is None:
-        batch = conn.fast_batch = _Batch(conn)
+        batch = conn.fast_batch = _Batch(conn, send_bytes)
         conn.server.loop.call_soon(batch.submit)
     batch.items.append(req)
     inflight[rid] = req
