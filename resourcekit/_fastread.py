@@ -14,12 +14,14 @@ Anything else (and every error) goes the general way, which answers it exactly a
 from __future__ import annotations
 
 import contextlib
+import logging
+import threading
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import telemetry
-from ._runner import STALL
+from ._runner import QUIET, STALL
 from .eras import HANDSHAKE
 from .errors import LimitExceeded, ResourceNotFound
 from .methods.reading import read_reply
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
     from .protocol import Connection
 
 __all__ = ["read_fast"]
+
+log = logging.getLogger("resourcekit")
 
 SendBytes = Callable[[bytes], None]
 _READ = "resources/read"
@@ -93,24 +97,27 @@ class FastRead(Request):
 
 
 class _Batch:
-    """The fast reads of one loop iteration (one block of input), one job for the workers.
+    """Fast reads for the workers, as one job: those of one loop iteration (one block of input),
+    or one read of a handler whose replies are big.
 
-    A worker runs them in order, then the loop writes all their replies at once.  A read
-    that blocks must not hold up the others: every ``STALL`` seconds until all are answered
-    the loop writes the replies made so far, and while reads are left and none was taken
-    meanwhile, queues the batch again, so that another worker (started if none is idle)
-    goes on with it.
+    A worker runs them in order, then writes all their replies at once, itself: the loop
+    is not woken for them (only a failure goes back to it, to be answered as on the general
+    path).  A read that blocks must not hold up the others: every ``STALL`` seconds until
+    all are answered the loop writes the replies made so far, and while reads are left
+    and none was taken meanwhile, queues the batch again, so that another worker (started
+    if none is idle) goes on with it.
     """
 
-    __slots__ = ("answered", "conn", "items", "replies", "send_bytes", "size", "taken")
+    __slots__ = ("answered", "conn", "items", "lock", "replies", "send_bytes", "size", "taken")
 
     def __init__(self, conn: Connection, send_bytes: SendBytes) -> None:
         self.conn = conn
         self.send_bytes = send_bytes
         self.items: deque[FastRead] = deque()  # reads no worker took yet
         self.replies: deque[tuple[FastRead, bool, Any]] = deque()  # reads done, not yet answered
+        self.lock = threading.Lock()  # answering: in the worker, or in the loop's check
         self.size = 0
-        self.answered = 0  # on the loop
+        self.answered = 0
         self.taken = 0  # by any worker: a hint of progress
 
     def submit(self) -> None:
@@ -122,7 +129,7 @@ class _Batch:
             return
         self.size = len(self.items)
         try:
-            conn.server.runner.submit(self.run, self.answer)
+            conn.server.runner.submit(self.run, _failed)
         except LimitExceeded as exc:  # too many jobs waiting: each read says so
             for req in self.items:
                 req.finish(False, exc)
@@ -131,36 +138,39 @@ class _Batch:
         if self.size > 1:
             conn.server.loop.call_later(STALL, self.check, 0)
 
-    def run(self) -> None:
-        """In a worker (maybe in several at once): make the replies."""
+    def run(self) -> Any:
+        """In a worker (maybe in several at once): make the replies, then write them."""
         items, replies = self.items, self.replies
         while items:
             try:
                 req = items.popleft()
             except IndexError:  # another worker took the last one
-                return
+                break
             self.taken += 1
             try:
                 replies.append((req, True, req.run()))
             except BaseException as exc:  # the loop answers it (Request.fail)
                 replies.append((req, False, exc))
+        self.answer()
+        return QUIET
 
-    def answer(self, ok: bool = True, value: Any = None) -> None:
-        """On the loop: write the replies made so far (a cancelled read's is dropped)."""
-        replies, inflight = self.replies, self.conn.inflight
+    def answer(self) -> None:
+        """Write the replies made so far (a cancelled read's is dropped); from any thread."""
         lines = []
-        while replies:
-            req, ok, value = replies.popleft()
-            self.answered += 1
-            if req.cancelled:
-                continue
-            if ok:
-                inflight.pop(req.id, None)
-                lines.append(value)
-            else:
-                req.fail(value)
-        if lines:
-            self.send_bytes(lines[0] if len(lines) == 1 else b"".join(lines))
+        with self.lock:
+            replies, inflight = self.replies, self.conn.inflight
+            while replies:
+                req, ok, value = replies.popleft()
+                self.answered += 1
+                if req.cancelled:
+                    continue
+                if ok:
+                    inflight.pop(req.id, None)  # before the reply: the client may reuse the id then
+                    lines.append(value)
+                else:
+                    self.conn.server.runner.deliver(req.finish, False, value)
+            if lines:
+                self.send_bytes(lines[0] if len(lines) == 1 else b"".join(lines))
 
     def check(self, taken: int) -> None:
         """On the loop, every ``STALL`` seconds until every read is answered."""
@@ -169,8 +179,14 @@ class _Batch:
             return
         if self.items and self.taken == taken:  # none taken meanwhile: stuck behind a slow read, or queued
             with contextlib.suppress(LimitExceeded):  # too many jobs waiting: look again later
-                self.conn.server.runner.submit(self.run, self.answer)
+                self.conn.server.runner.submit(self.run, _failed)
         self.conn.server.loop.call_later(STALL, self.check, self.taken)
+
+
+def _failed(ok: bool, value: Any) -> None:
+    """A batch job's own outcome, were it ever delivered: it answers its reads itself."""
+    if not ok:
+        log.error("a batch of reads failed", exc_info=value)
 
 
 def read_fast(conn: Connection, msg: dict[str, Any], send_bytes: SendBytes) -> bool:
@@ -204,9 +220,12 @@ def read_fast(conn: Connection, msg: dict[str, Any], send_bytes: SendBytes) -> b
     if sig.is_async or sig.context_param is not None:
         return False
     req = FastRead(conn, rid, params, uri, handler, kwargs, send_bytes)
-    if handler.memo is not None and handler.memo.get(_BIG_KEY):  # its own job: big ones hash in parallel
+    if handler.memo is not None and handler.memo.get(_BIG_KEY):  # a batch of its own: big ones hash in parallel
+        single = _Batch(conn, send_bytes)
+        single.items.append(req)
+        single.size = 1
         try:
-            conn.server.runner.submit(req.run, req.finish)
+            conn.server.runner.submit(single.run, _failed)
         except LimitExceeded:  # too many jobs waiting: the general path says so
             return False
         inflight[rid] = req

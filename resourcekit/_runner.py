@@ -26,12 +26,15 @@ from typing import Any
 
 from .errors import LimitExceeded
 
-__all__ = ["ThreadRunner"]
+__all__ = ["QUIET", "ThreadRunner"]
 
 Callback = Callable[[bool, Any], None]
 # seconds a job may wait for an idle worker before it gets a thread: twice the GIL's switch
 # interval, so a worker merely waiting its turn for the GIL does not count as stuck
 STALL = 0.01
+# what a job returns when it saw to its outcome itself (a batch of reads that wrote its replies):
+# nothing to deliver, the loop is not woken
+QUIET: Any = object()
 
 
 class ThreadRunner:
@@ -54,7 +57,8 @@ class ThreadRunner:
         self._watching = False  # a check for a stalled job is scheduled
 
     def submit(self, fn: Callable[[], Any], callback: Callback) -> None:
-        """Run ``fn()`` in a worker; ``callback(ok, result_or_exception)`` runs on the loop."""
+        """Run ``fn()`` in a worker; ``callback(ok, result_or_exception)`` runs on the loop
+        (unless ``fn`` returned ``QUIET``)."""
         queued = self._submitted - self._taken
         if queued >= self._max_queued:
             raise LimitExceeded("max_queued_jobs", self._max_queued, "Server busy: too many jobs waiting",
@@ -127,9 +131,13 @@ class ThreadRunner:
             self._taken = next(takes)
             fn, callback = job
             try:
-                done.append((callback, True, fn()))
+                value = fn()
             except BaseException as exc:  # delivered to the loop, which decides
                 done.append((callback, False, exc))
+            else:
+                if value is QUIET:
+                    continue
+                done.append((callback, True, value))
             if not self._wake_pending and not self._wake():
                 return  # loop closed while we worked: nobody to tell
 

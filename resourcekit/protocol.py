@@ -141,7 +141,8 @@ class Connection:
         self.server = server
         self.app = server.app
         self.send = send  # for messages not tied to a request (subscription updates)
-        # a transport writing JSON lines takes encoded replies too: reads then take the fast path
+        # a transport writing JSON lines takes encoded replies too, from any thread: reads then
+        # take the fast path (_fastread)
         self.send_bytes: Callable[[bytes], None] | None = None
         self.fast_batch: Any = None  # the fast reads of this loop iteration (_fastread)
         self.stateless = stateless
@@ -317,7 +318,8 @@ class Connection:
             else:
                 collect(error_response(None, InvalidRequest("Invalid Request: expected a JSON object")))
         # counted, not predicted: responses and notifications in a batch get no answer
-        collect.expect(sum(1 for r in self.inflight.values() if telemetry.unwrap(r.reply) is collect))
+        # (a copy: worker threads take the reads they answered out of flight)
+        collect.expect(sum(1 for r in list(self.inflight.values()) if telemetry.unwrap(r.reply) is collect))
 
     def _notification(self, method: str, params: dict[str, Any]) -> None:
         handler = NOTIFICATIONS.get(method)

@@ -14,6 +14,7 @@ import os
 import signal
 import stat
 import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -36,36 +37,64 @@ PIPE_SIZE = 1024 * 1024  # bytes a stdout pipe holds (when the system lets us)
 
 
 class _Writer:
-    """Coalesces the messages of one loop iteration into a single write."""
+    """Coalesces the messages of one loop iteration into a single write.
 
-    def __init__(self, transport: Any) -> None:
+    ``send_bytes`` may also be called from a worker thread (the replies of a batch of
+    reads): when nothing waits to be written it writes at once, from that thread, and
+    the loop is not woken for it.  A lock keeps messages whole and in order.
+    """
+
+    def __init__(self, transport: Any, fd: int) -> None:
         self._transport = transport
-        self._buffer: list[bytes] = []
+        self._fd = fd
+        self._buffer: list[bytes | memoryview] = []
         self._scheduled = False
         self._loop = asyncio.get_running_loop()
+        self._lock = threading.Lock()
 
     def send(self, message: Any) -> None:
-        self.send_bytes(orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE))
+        data = orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE)
+        with self._lock:
+            self._buffer.append(data)
+            if not self._scheduled:
+                self._scheduled = True
+                self._loop.call_soon(self.flush)
 
-    def send_bytes(self, line: bytes) -> None:
-        """A message encoded already, newline included."""
-        self._buffer.append(line)
-        if not self._scheduled:
-            self._scheduled = True
-            self._loop.call_soon(self.flush)
+    def send_bytes(self, lines: bytes) -> None:
+        """Messages encoded already, each ending in a newline; from any thread."""
+        with self._lock:
+            transport = self._transport
+            if not self._buffer and not transport.get_write_buffer_size():
+                if transport.is_closing():
+                    return
+                try:  # the pipe does not block: what does not fit now waits for the loop
+                    written = os.write(self._fd, lines)
+                except BlockingIOError:
+                    written = 0
+                except OSError:  # the client is gone: the loop sees it too
+                    return
+                if written == len(lines):
+                    return
+                self._buffer.append(memoryview(lines)[written:])
+            else:
+                self._buffer.append(lines)
+            if not self._scheduled:
+                self._scheduled = True
+                self._loop.call_soon_threadsafe(self.flush)
 
     def flush(self) -> None:
-        self._scheduled = False
-        buffer, transport = self._buffer, self._transport
-        if buffer and not transport.is_closing():
-            if len(buffer) == 1:
-                transport.write(buffer[0])
-            elif transport.get_write_buffer_size():  # it only appends them to its buffer: no joined copy
-                for data in buffer:
-                    transport.write(data)
-            else:
-                transport.write(b"".join(buffer))
-            buffer.clear()
+        with self._lock:
+            self._scheduled = False
+            buffer, transport = self._buffer, self._transport
+            if buffer and not transport.is_closing():
+                if len(buffer) == 1:
+                    transport.write(buffer[0])
+                elif transport.get_write_buffer_size():  # it only appends them to its buffer: no joined copy
+                    for data in buffer:
+                        transport.write(data)
+                else:
+                    transport.write(b"".join(buffer))
+                buffer.clear()
 
 
 class _Flow(asyncio.Protocol):
@@ -206,7 +235,7 @@ async def serve_stdio(app: Registry, stdin: Any = None, stdout_fd: int | None = 
         _widen_pipe(out_fd)
         write_transport, _ = await loop.connect_write_pipe(lambda: flow, os.fdopen(out_fd, "wb", buffering=0))
         write_transport.set_write_buffer_limits(high=OUTPUT_HIGH_WATER)
-    writer = _Writer(write_transport)
+    writer = _Writer(write_transport, out_fd)
     conn = server.connect(writer.send)
     conn.send_bytes = writer.send_bytes
     done: asyncio.Future[None] = loop.create_future()
