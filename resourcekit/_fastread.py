@@ -49,22 +49,25 @@ class FastRead(Request):
 
     __slots__ = ("handler", "kwargs", "send_bytes", "uri")
 
+    # the same for every fast read, so class attributes rather than slots set per read (these
+    # hide Request's slots of the same name, and are never set on a read)
+    method = _READ
+    era = HANDSHAKE
+    modern = False
+    task = None
+    principal = None
+    meta: dict[str, Any] = {}  # never changed: no Context sees it
+
     def __init__(self, conn: Connection, rid: Any, params: dict[str, Any], uri: str, handler: Handler,
                  kwargs: dict[str, Any], send_bytes: SendBytes) -> None:
         # Request.__init__ for this case (no _meta, the session's era), without its branches
         self.conn = conn
         self.id = rid
-        self.method = _READ
         self.params = params
         self.version = conn.protocol_version
-        self.era = HANDSHAKE
-        self.modern = False
         self.log_level = conn.log_level
         self.reply = conn.send
-        self.task = None
         self.cancelled = False
-        self.principal = None
-        self.meta = {}
         self.optin = conn.optin
         self.uri = uri
         self.handler = handler
@@ -128,6 +131,8 @@ class _Batch:
         if conn.closed:
             return
         self.size = len(self.items)
+        if not self.size:  # the reads of this iteration all went the general way
+            return
         try:
             conn.server.runner.submit(self.run, _failed)
         except LimitExceeded as exc:  # too many jobs waiting: each read says so
@@ -200,13 +205,21 @@ def read_fast(conn: Connection, msg: dict[str, Any], send_bytes: SendBytes) -> b
     inflight = conn.inflight
     if (
         type(uri) is not str or not uri or len(uri) > conn.limits.max_uri_length
-        or rid in inflight or len(inflight) >= conn.limits.max_inflight
-        or msg.get("jsonrpc") != "2.0"
-        # the connection: after initialize, no extension that changes reads, no access log, no span
-        or conn.protocol_version is None or conn.optin.sep_2093 or conn.principal is not None
-        or conn.new_request is not Request or (conn.traced and telemetry.ON)
+        or rid in inflight or len(inflight) >= conn.limits.max_inflight or msg.get("jsonrpc") != "2.0"
     ):
         return False
+    batch = conn.fast_batch
+    if batch is None:
+        # the connection, looked at when a batch starts (within one loop iteration only a
+        # telemetry provider configured meanwhile could change it, and its spans begin a read
+        # later): after initialize, no extension that changes reads, no access log, no span
+        if (
+            conn.protocol_version is None or conn.optin.sep_2093 or conn.principal is not None
+            or conn.new_request is not Request or (conn.traced and telemetry.ON)
+        ):
+            return False
+        batch = conn.fast_batch = _Batch(conn, send_bytes)
+        conn.server.loop.call_soon(batch.submit)
     router = conn.app.router
     handler = router.exact.get(uri)
     if handler is not None:
@@ -230,10 +243,6 @@ def read_fast(conn: Connection, msg: dict[str, Any], send_bytes: SendBytes) -> b
             return False
         inflight[rid] = req
         return True
-    batch = conn.fast_batch
-    if batch is None:
-        batch = conn.fast_batch = _Batch(conn, send_bytes)
-        conn.server.loop.call_soon(batch.submit)
     batch.items.append(req)
     inflight[rid] = req
     return True
