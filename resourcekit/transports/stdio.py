@@ -51,6 +51,12 @@ class _Writer:
         self._scheduled = False
         self._loop = asyncio.get_running_loop()
         self._lock = threading.Lock()
+        self._closed = False
+
+    def close(self) -> None:
+        """No more direct writes (a worker may still finish a read): the descriptor is about to close."""
+        with self._lock:
+            self._closed = True
 
     def send(self, message: Any) -> None:
         data = orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE)
@@ -65,7 +71,7 @@ class _Writer:
         with self._lock:
             transport = self._transport
             if not self._buffer and not transport.get_write_buffer_size():
-                if transport.is_closing():
+                if self._closed or transport.is_closing():
                     return
                 try:  # the pipe does not block: what does not fit now waits for the loop
                     written = os.write(self._fd, lines)
@@ -264,6 +270,7 @@ async def serve_stdio(app: Registry, stdin: Any = None, stdout_fd: int | None = 
         conn.close()
         server.close()
         await _drain_writes(write_transport)
+        writer.close()
         write_transport.close()
 
 
