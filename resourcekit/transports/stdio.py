@@ -70,8 +70,10 @@ class _Writer:
         """Messages encoded already, each ending in a newline; from any thread."""
         with self._lock:
             transport = self._transport
+            if self._closed:
+                return
             if not self._buffer and not transport.get_write_buffer_size():
-                if self._closed or transport.is_closing():
+                if transport.is_closing():
                     return
                 try:  # the pipe does not block: what does not fit now waits for the loop
                     written = os.write(self._fd, lines)
@@ -86,7 +88,8 @@ class _Writer:
                 self._buffer.append(lines)
             if not self._scheduled:
                 self._scheduled = True
-                self._loop.call_soon_threadsafe(self.flush)
+                with contextlib.suppress(RuntimeError):  # the loop is closed: nobody to write it
+                    self._loop.call_soon_threadsafe(self.flush)
 
     def flush(self) -> None:
         with self._lock:
