@@ -130,8 +130,8 @@ def version_of(data: bytes, mime_type: str) -> str:
 
 
 _MEMO_TEXT = 256  # characters: texts up to this long have their versions remembered
-_MEMO_SIZE = 4096  # texts per mimeType (as many as the router caches URIs); the table starts over when full
-_TEXT_VERSIONS: dict[str, dict[str, str]] = {}
+_MEMO_SIZE = 4096  # texts (as many as the router caches URIs); the table starts over when full
+_TEXT_VERSIONS: dict[str, tuple[str, str]] = {}  # text -> (mimeType, version): 2 MB at most
 
 
 def text_version(text: str, mime_type: str) -> str:
@@ -140,19 +140,15 @@ def text_version(text: str, mime_type: str) -> str:
     Most reads serve a few short texts again and again: a dict lookup then replaces the
     encoding and the hash (equal texts have equal versions, so nothing else can change).
     """
-    if len(text) > _MEMO_TEXT:
-        return version_of(text.encode("utf-8", "surrogatepass"), mime_type)
-    memo = _TEXT_VERSIONS.get(mime_type)
-    if memo is None:
-        if len(_TEXT_VERSIONS) >= 64:  # mimeTypes are few; never let them pile up
+    if len(text) <= _MEMO_TEXT:
+        known = _TEXT_VERSIONS.get(text)
+        if known is not None and known[0] == mime_type:
+            return known[1]
+    version = version_of(text.encode("utf-8", "surrogatepass"), mime_type)
+    if len(text) <= _MEMO_TEXT:
+        if len(_TEXT_VERSIONS) >= _MEMO_SIZE:
             _TEXT_VERSIONS.clear()
-        memo = _TEXT_VERSIONS[mime_type] = {}
-    version = memo.get(text)
-    if version is None:
-        version = version_of(text.encode("utf-8", "surrogatepass"), mime_type)
-        if len(memo) >= _MEMO_SIZE:
-            memo.clear()
-        memo[text] = version
+        _TEXT_VERSIONS[text] = (mime_type, version)
     return version
 
 

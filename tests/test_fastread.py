@@ -210,3 +210,13 @@ def test_pipelined_reads_with_cancellations_over_stdio(tmp_path: Path) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_remembered_text_version_is_the_hash_of_the_text_and_its_mime_type() -> None:
+    from resourcekit.contents import text_version, version_of
+
+    for text in ("hello", "é\ud800", "x" * 300):
+        for mime in ("text/plain", "text/markdown", "text/plain"):
+            expected = version_of(text.encode("utf-8", "surrogatepass"), mime)
+            assert text_version(text, mime) == expected == text_version(text, mime)
+    assert text_version("hello", "text/plain") != text_version("hello", "text/markdown")
