@@ -144,12 +144,24 @@ def text_version(text: str, mime_type: str) -> str:
         known = _TEXT_VERSIONS.get(text)
         if known is not None and known[0] == mime_type:
             return known[1]
+    elif len(text) >= _SHORT:  # SHA-256 for sure (as many bytes at least): fed in pieces
+        return _long_text_version(text, mime_type)
     version = version_of(text.encode("utf-8", "surrogatepass"), mime_type)
     if len(text) <= _MEMO_TEXT:
         if len(_TEXT_VERSIONS) >= _MEMO_SIZE:
             _TEXT_VERSIONS.clear()
         _TEXT_VERSIONS[text] = (mime_type, version)
     return version
+
+
+def _long_text_version(text: str, mime_type: str) -> str:
+    """``version_of`` a long text's UTF-8 bytes, encoded a piece at a time: a worker hashing a
+    1 MiB text holds 64 KiB of its bytes, not 1 MiB (memory that its thread's allocator keeps)."""
+    digest = hashlib.sha256()
+    for start in range(0, len(text), _SHORT):
+        digest.update(text[start:start + _SHORT].encode("utf-8", "surrogatepass"))
+    digest.update(b"\0" + mime_type.encode())
+    return digest.hexdigest()[:32]
 
 
 def combined_version(contents: list[Content]) -> str:
