@@ -4,11 +4,12 @@ The most frequent request of a stdio session: a handshake-era read, no ``_meta``
 extension that changes the result, no access log or span, a sync handler without a
 ``Context``.  ``Connection.feed`` hands such a message here before anything else; this
 checks what the general path would check (an id, a URI within the limit, an id not
-in flight, room for one more in flight, a match) and sends the handler to a worker,
-which builds the whole reply and encodes it (hashing and encoding a big text there
-leaves the loop free): the loop thread only decodes the line, looks the URI up and
-appends the finished reply's bytes to the output.
-Anything else (and every error) goes the general way, which answers it exactly as before.
+in flight, room for one more in flight, a match) and adds the read to the batch of this
+loop iteration.  A worker runs the batch: it calls the handlers, hashes and encodes the
+whole replies and writes them, all at once (``send_bytes`` may be called from any
+thread), so the loop thread only decodes lines, looks URIs up and is not woken for
+finished reads.  Cancellation, the in-flight cap and ids behave as on the general path;
+anything else (and every failure) goes the general way, answered exactly as before.
 """
 
 from __future__ import annotations
@@ -124,10 +125,11 @@ class _Batch:
         self.taken = 0  # by any worker: a hint of progress
 
     def submit(self) -> None:
-        """On the loop, once the iteration's input was read: hand the batch to the workers."""
+        """On the loop, once the block of input was read: hand the batch to the workers."""
         conn = self.conn
-        if conn.fast_batch is self:
-            conn.fast_batch = None  # the next read starts a new one
+        if conn.fast_batch is not self:
+            return  # submitted already
+        conn.fast_batch = None  # the next read starts a new one
         if conn.closed:
             return
         self.size = len(self.items)
@@ -219,7 +221,8 @@ def read_fast(conn: Connection, msg: dict[str, Any], send_bytes: SendBytes) -> b
         ):
             return False
         batch = conn.fast_batch = _Batch(conn, send_bytes)
-        conn.server.loop.call_soon(batch.submit)
+        if not conn.input_ends_batches:  # else the transport submits it at the end of its block of input
+            conn.server.loop.call_soon(batch.submit)
     router = conn.app.router
     handler = router.exact.get(uri)
     if handler is not None:

@@ -145,6 +145,7 @@ class Connection:
         # take the fast path (_fastread)
         self.send_bytes: Callable[[bytes], None] | None = None
         self.fast_batch: Any = None  # the fast reads of this loop iteration (_fastread)
+        self.input_ends_batches = False  # the transport calls end_of_input() after each block
         self.stateless = stateless
         self.protocol_version: str | None = None
         self.client_capabilities: dict[str, Any] = {}
@@ -169,6 +170,11 @@ class Connection:
         self.traced = server.traced
 
     # --- input -------------------------------------------------------------
+
+    def end_of_input(self) -> None:
+        """The transport fed a whole block of input: the reads it held go to the workers now."""
+        if self.fast_batch is not None:
+            self.fast_batch.submit()
 
     def feed(self, data: bytes | str, reply: Send | None = None) -> None:
         """Decode one message (or a batch) and handle it."""

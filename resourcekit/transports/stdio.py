@@ -169,6 +169,10 @@ class _Reader(asyncio.Protocol):
         self._skipping = False
 
     def data_received(self, data: bytes) -> None:
+        self._split(data)
+        self._conn.end_of_input()
+
+    def _split(self, data: bytes) -> None:
         start = 0
         if self._skipping or self._pending:
             end = data.find(b"\n")
@@ -220,6 +224,7 @@ class _Reader(asyncio.Protocol):
     def eof_received(self) -> bool:
         if self._pending.strip():
             self._conn.feed(bytes(self._pending))
+            self._conn.end_of_input()
         self._pending.clear()
         if not self._done.done():
             self._done.set_result(None)
@@ -247,6 +252,7 @@ async def serve_stdio(app: Registry, stdin: Any = None, stdout_fd: int | None = 
     writer = _Writer(write_transport, out_fd)
     conn = server.connect(writer.send)
     conn.send_bytes = writer.send_bytes
+    conn.input_ends_batches = True
     done: asyncio.Future[None] = loop.create_future()
     stdin = stdin if stdin is not None else sys.stdin.buffer
     reader = _Reader(conn, app.max_message_size, done)
