@@ -26,12 +26,15 @@ from typing import Any
 
 from .errors import LimitExceeded
 
-__all__ = ["ThreadRunner"]
+__all__ = ["QUIET", "ThreadRunner"]
 
 Callback = Callable[[bool, Any], None]
 # seconds a job may wait for an idle worker before it gets a thread: twice the GIL's switch
 # interval, so a worker merely waiting its turn for the GIL does not count as stuck
 STALL = 0.01
+# what a job returns when it saw to its outcome itself (a batch of reads that wrote its replies):
+# nothing to deliver, the loop is not woken
+QUIET: Any = object()
 
 
 class ThreadRunner:
@@ -54,7 +57,8 @@ class ThreadRunner:
         self._watching = False  # a check for a stalled job is scheduled
 
     def submit(self, fn: Callable[[], Any], callback: Callback) -> None:
-        """Run ``fn()`` in a worker; ``callback(ok, result_or_exception)`` runs on the loop."""
+        """Run ``fn()`` in a worker; ``callback(ok, result_or_exception)`` runs on the loop
+        (unless ``fn`` returned ``QUIET``)."""
         queued = self._submitted - self._taken
         if queued >= self._max_queued:
             raise LimitExceeded("max_queued_jobs", self._max_queued, "Server busy: too many jobs waiting",
@@ -98,6 +102,13 @@ class ThreadRunner:
         self._done.append((lambda ok, v: fn(v), True, value))
         self._wake()
 
+    def deliver(self, callback: Callback, ok: bool, value: Any) -> None:
+        """From a worker: ``callback(ok, value)`` on the loop, as if a job had ended (a job
+        that runs several, such as a batch of reads, answers each as it ends)."""
+        self._done.append((callback, ok, value))
+        if not self._wake_pending:
+            self._wake()
+
     async def call(self, fn: Callable[[], Any]) -> Any:
         """``await runner.call(fn)``: run ``fn()`` in a worker from the loop and get its result."""
         future: asyncio.Future[Any] = self._loop.create_future()
@@ -120,11 +131,14 @@ class ThreadRunner:
             self._taken = next(takes)
             fn, callback = job
             try:
-                outcome = (callback, True, fn())
+                value = fn()
             except BaseException as exc:  # delivered to the loop, which decides
-                outcome = (callback, False, exc)
-            done.append(outcome)
-            if not self._wake():
+                done.append((callback, False, exc))
+            else:
+                if value is QUIET:
+                    continue
+                done.append((callback, True, value))
+            if not self._wake_pending and not self._wake():
                 return  # loop closed while we worked: nobody to tell
 
     def _wake(self) -> bool:

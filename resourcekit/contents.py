@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["TEXT_MIME", "Blob", "Content", "Text", "guess_mime_type", "to_contents", "version_of"]
+__all__ = ["TEXT_MIME", "Blob", "Content", "Text", "guess_mime_type", "text_version", "to_contents", "version_of"]
 
 JSON_MIME = "application/json"
 TEXT_MIME = "text/plain"
@@ -126,6 +126,41 @@ def version_of(data: bytes, mime_type: str) -> str:
         return hashlib.blake2b(data + suffix, digest_size=16).hexdigest()
     digest = hashlib.sha256(data)
     digest.update(suffix)
+    return digest.hexdigest()[:32]
+
+
+_MEMO_TEXT = 256  # characters: texts up to this long have their versions remembered
+_MEMO_SIZE = 4096  # texts (as many as the router caches URIs); the table starts over when full
+_TEXT_VERSIONS: dict[str, tuple[str, str]] = {}  # text -> (mimeType, version): 2 MB at most
+
+
+def text_version(text: str, mime_type: str) -> str:
+    """``version_of`` the text's UTF-8 bytes; a short text's version is remembered, by the text.
+
+    Most reads serve a few short texts again and again: a dict lookup then replaces the
+    encoding and the hash (equal texts have equal versions, so nothing else can change).
+    """
+    if len(text) <= _MEMO_TEXT:
+        known = _TEXT_VERSIONS.get(text)
+        if known is not None and known[0] == mime_type:
+            return known[1]
+    elif len(text) >= _SHORT:  # SHA-256 for sure (as many bytes at least): fed in pieces
+        return _long_text_version(text, mime_type)
+    version = version_of(text.encode("utf-8", "surrogatepass"), mime_type)
+    if len(text) <= _MEMO_TEXT:
+        if len(_TEXT_VERSIONS) >= _MEMO_SIZE:
+            _TEXT_VERSIONS.clear()
+        _TEXT_VERSIONS[text] = (mime_type, version)
+    return version
+
+
+def _long_text_version(text: str, mime_type: str) -> str:
+    """``version_of`` a long text's UTF-8 bytes, encoded a piece at a time: a worker hashing a
+    1 MiB text holds 64 KiB of its bytes, not 1 MiB (memory that its thread's allocator keeps)."""
+    digest = hashlib.sha256()
+    for start in range(0, len(text), _SHORT):
+        digest.update(text[start:start + _SHORT].encode("utf-8", "surrogatepass"))
+    digest.update(b"\0" + mime_type.encode())
     return digest.hexdigest()[:32]
 
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from . import accesslog, telemetry
+from ._fastread import read_fast
 from ._runner import ThreadRunner
 from .context import LEVEL_RANK
 from .eras import HANDSHAKE, STATELESS, Era, error_response
@@ -140,6 +141,11 @@ class Connection:
         self.server = server
         self.app = server.app
         self.send = send  # for messages not tied to a request (subscription updates)
+        # a transport writing JSON lines takes encoded replies too, from any thread: reads then
+        # take the fast path (_fastread)
+        self.send_bytes: Callable[[bytes], None] | None = None
+        self.fast_batch: Any = None  # the fast reads of this loop iteration (_fastread)
+        self.input_ends_batches = False  # the transport calls end_of_input() after each block
         self.stateless = stateless
         self.protocol_version: str | None = None
         self.client_capabilities: dict[str, Any] = {}
@@ -165,6 +171,11 @@ class Connection:
 
     # --- input -------------------------------------------------------------
 
+    def end_of_input(self) -> None:
+        """The transport fed a whole block of input: the reads it held go to the workers now."""
+        if self.fast_batch is not None:
+            self.fast_batch.submit()
+
     def feed(self, data: bytes | str, reply: Send | None = None) -> None:
         """Decode one message (or a batch) and handle it."""
         try:
@@ -173,6 +184,9 @@ class Connection:
             (reply or self.send)(error_response(None, ParseError(f"Parse error: {exc}")))
             return
         if type(message) is dict:  # ``receive``, inlined for the common case
+            if (reply is None and self.send_bytes is not None and message.get("method") == "resources/read"
+                    and read_fast(self, message, self.send_bytes)):
+                return
             self._receive_one(message, reply or self.send)
         else:
             self.receive(message, reply)
@@ -310,7 +324,8 @@ class Connection:
             else:
                 collect(error_response(None, InvalidRequest("Invalid Request: expected a JSON object")))
         # counted, not predicted: responses and notifications in a batch get no answer
-        collect.expect(sum(1 for r in self.inflight.values() if telemetry.unwrap(r.reply) is collect))
+        # (a copy: worker threads take the reads they answered out of flight)
+        collect.expect(sum(1 for r in list(self.inflight.values()) if telemetry.unwrap(r.reply) is collect))
 
     def _notification(self, method: str, params: dict[str, Any]) -> None:
         handler = NOTIFICATIONS.get(method)

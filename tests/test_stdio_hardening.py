@@ -81,6 +81,9 @@ async def test_a_long_line_in_small_reads_costs_linear_time() -> None:
         def send(self, message: object) -> None:
             raise AssertionError(message)
 
+        def end_of_input(self) -> None:
+            pass
+
     reader = _Reader(Conn(), 8 * 1024 * 1024, asyncio.get_running_loop().create_future())  # type: ignore[arg-type]
     chunk = b"x" * 256
     started = time.perf_counter()

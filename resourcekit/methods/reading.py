@@ -22,7 +22,9 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..contents import TEXT_MIME, combined_version, to_contents, version_of
+from orjson import OPT_APPEND_NEWLINE, dumps
+
+from ..contents import TEXT_MIME, combined_version, text_version, to_contents
 from ..context import Context
 from ..errors import InvalidParams, NotModified, ResourceNotFound
 from ..limits import put_bounded
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
     from ..handler import Handler
     from ..protocol import Request
 
-__all__ = ["METHODS", "serve"]
+__all__ = ["METHODS", "read_reply", "serve"]
 
 log = logging.getLogger("resourcekit")
 
@@ -144,7 +146,7 @@ def read(req: Request) -> Any:
 def read_result(req: Request, handler: Handler, uri: str, value: Any) -> dict[str, Any]:
     if type(value) is str:  # the most common read, without Content records (to_wire's shape)
         mime = handler.mime_type or TEXT_MIME
-        version = version_of(value.encode("utf-8", "surrogatepass"), mime)  # text_version, inlined
+        version = text_version(value, mime)
         wire = [{"uri": uri, "mimeType": mime, "text": value, "_meta": {META_VERSION: version}}]
     else:
         contents = to_contents(uri, value, handler.mime_type)
@@ -159,6 +161,27 @@ def read_result(req: Request, handler: Handler, uri: str, value: Any) -> dict[st
         seen[uri] = version
     result = {"contents": wire}
     return cache_hints(req, result, handler) if req.modern else result
+
+
+def read_reply(req: Request, handler: Handler, uri: str, value: Any) -> bytes:
+    """The whole response to a session's read, encoded as one JSON line (by the worker that
+    ran the handler, so the loop thread only writes it)."""
+    if type(value) is not str:
+        return dumps({"jsonrpc": "2.0", "id": req.id, "result": read_result(req, handler, uri, value)},
+                     option=OPT_APPEND_NEWLINE)
+    # read_result's text case, inlined: the most frequent read of all
+    mime = handler.mime_type or TEXT_MIME
+    version = text_version(value, mime)
+    conn = req.conn
+    conn.app.tracker.observe(uri, version)
+    if not conn.stateless:
+        seen = conn.seen
+        if len(seen) >= conn.seen_max and uri not in seen:
+            seen.clear()
+        seen[uri] = version
+    return dumps({"jsonrpc": "2.0", "id": req.id, "result": {"contents": [
+        {"uri": uri, "mimeType": mime, "text": value, "_meta": {META_VERSION: version}}]}},
+        option=OPT_APPEND_NEWLINE)
 
 
 def _read_result_sep_2093(req: Request, handler: Handler, uri: str, value: Any, is_listable: bool) -> dict[str, Any]:

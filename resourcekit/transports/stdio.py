@@ -14,9 +14,13 @@ import os
 import signal
 import stat
 import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 import orjson
+
+if sys.platform == "linux":
+    import fcntl
 
 from ..errors import InvalidRequest
 from ..protocol import Connection, Server, error_response
@@ -29,29 +33,77 @@ __all__ = ["run_stdio", "serve_stdio"]
 log = logging.getLogger("resourcekit")
 SHUTDOWN_GRACE = 5.0
 OUTPUT_HIGH_WATER = 1024 * 1024  # bytes of unread output before stdin is no longer read
+PIPE_SIZE = 1024 * 1024  # bytes a stdout pipe holds (when the system lets us)
 
 
 class _Writer:
-    """Coalesces the messages of one loop iteration into a single write."""
+    """Coalesces the messages of one loop iteration into a single write.
 
-    def __init__(self, transport: Any) -> None:
+    ``send_bytes`` may also be called from a worker thread (the replies of a batch of
+    reads): when nothing waits to be written it writes at once, from that thread, and
+    the loop is not woken for it.  A lock keeps messages whole and in order.
+    """
+
+    def __init__(self, transport: Any, fd: int) -> None:
         self._transport = transport
-        self._buffer: list[bytes] = []
+        self._fd = fd
+        self._buffer: list[bytes | memoryview] = []
         self._scheduled = False
         self._loop = asyncio.get_running_loop()
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def close(self) -> None:
+        """No more direct writes (a worker may still finish a read): the descriptor is about to close."""
+        with self._lock:
+            self._closed = True
 
     def send(self, message: Any) -> None:
-        self._buffer.append(orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE))
-        if not self._scheduled:
-            self._scheduled = True
-            self._loop.call_soon(self.flush)
+        data = orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE)
+        with self._lock:
+            self._buffer.append(data)
+            if not self._scheduled:
+                self._scheduled = True
+                self._loop.call_soon(self.flush)
+
+    def send_bytes(self, lines: bytes) -> None:
+        """Messages encoded already, each ending in a newline; from any thread."""
+        with self._lock:
+            transport = self._transport
+            if self._closed:
+                return
+            if not self._buffer and not transport.get_write_buffer_size():
+                if transport.is_closing():
+                    return
+                try:  # the pipe does not block: what does not fit now waits for the loop
+                    written = os.write(self._fd, lines)
+                except BlockingIOError:
+                    written = 0
+                except OSError:  # the client is gone: the loop sees it too
+                    return
+                if written == len(lines):
+                    return
+                self._buffer.append(memoryview(lines)[written:])
+            else:
+                self._buffer.append(lines)
+            if not self._scheduled:
+                self._scheduled = True
+                with contextlib.suppress(RuntimeError):  # the loop is closed: nobody to write it
+                    self._loop.call_soon_threadsafe(self.flush)
 
     def flush(self) -> None:
-        self._scheduled = False
-        if self._buffer and not self._transport.is_closing():
-            data = b"".join(self._buffer) if len(self._buffer) > 1 else self._buffer[0]
-            self._buffer.clear()
-            self._transport.write(data)
+        with self._lock:
+            self._scheduled = False
+            buffer, transport = self._buffer, self._transport
+            if buffer and not transport.is_closing():
+                if len(buffer) == 1:
+                    transport.write(buffer[0])
+                elif transport.get_write_buffer_size():  # it only appends them to its buffer: no joined copy
+                    for data in buffer:
+                        transport.write(data)
+                else:
+                    transport.write(b"".join(buffer))
+                buffer.clear()
 
 
 class _Flow(asyncio.Protocol):
@@ -117,6 +169,10 @@ class _Reader(asyncio.Protocol):
         self._skipping = False
 
     def data_received(self, data: bytes) -> None:
+        self._split(data)
+        self._conn.end_of_input()
+
+    def _split(self, data: bytes) -> None:
         start = 0
         if self._skipping or self._pending:
             end = data.find(b"\n")
@@ -168,6 +224,7 @@ class _Reader(asyncio.Protocol):
     def eof_received(self) -> bool:
         if self._pending.strip():
             self._conn.feed(bytes(self._pending))
+            self._conn.end_of_input()
         self._pending.clear()
         if not self._done.done():
             self._done.set_result(None)
@@ -189,10 +246,13 @@ async def serve_stdio(app: Registry, stdin: Any = None, stdout_fd: int | None = 
     if stat.S_ISREG(os.fstat(out_fd).st_mode):  # output redirected to a file: plain blocking writes
         write_transport = _FileTransport(out_fd)
     else:
+        _widen_pipe(out_fd)
         write_transport, _ = await loop.connect_write_pipe(lambda: flow, os.fdopen(out_fd, "wb", buffering=0))
         write_transport.set_write_buffer_limits(high=OUTPUT_HIGH_WATER)
-    writer = _Writer(write_transport)
+    writer = _Writer(write_transport, out_fd)
     conn = server.connect(writer.send)
+    conn.send_bytes = writer.send_bytes
+    conn.input_ends_batches = True
     done: asyncio.Future[None] = loop.create_future()
     stdin = stdin if stdin is not None else sys.stdin.buffer
     reader = _Reader(conn, app.max_message_size, done)
@@ -219,6 +279,7 @@ async def serve_stdio(app: Registry, stdin: Any = None, stdout_fd: int | None = 
         conn.close()
         server.close()
         await _drain_writes(write_transport)
+        writer.close()
         write_transport.close()
 
 
@@ -232,6 +293,14 @@ async def _drain_writes(transport: Any) -> None:
         if transport.get_write_buffer_size() == 0 or transport.is_closing():
             return
         await asyncio.sleep(0.01)
+
+
+def _widen_pipe(fd: int) -> None:
+    """Let a pipe hold a whole big reply (Linux: 64 KiB by default), so that it goes out in one
+    write rather than a loop iteration per 64 KiB; the system's limit for users is 1 MiB."""
+    if sys.platform == "linux" and stat.S_ISFIFO(os.fstat(fd).st_mode):
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
 
 
 def _pollable(stream: Any) -> bool:
