@@ -17,13 +17,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import telemetry
 from ._runner import QUIET, STALL
-from .eras import HANDSHAKE
+from .eras import HANDSHAKE, error_response
 from .errors import LimitExceeded, ResourceNotFound
 from .methods.reading import read_reply
 from .request import Request
@@ -42,13 +43,14 @@ _READ = "resources/read"
 # the hashing of several runs in parallel, outside the GIL
 _BIG = 1 << 16
 _BIG_KEY = "big_reads"
+_now = time.perf_counter
 _NO_ARGUMENTS: dict[str, Any] = {}  # a resource's handler takes none (never changed: only passed on)
 
 
 class FastRead(Request):
     """A read in flight that the worker answers with the encoded reply (see the module)."""
 
-    __slots__ = ("handler", "kwargs", "send_bytes", "uri")
+    __slots__ = ("handler", "kwargs", "send_bytes", "started", "uri")
 
     # the same for every fast read, so class attributes rather than slots set per read (these
     # hide Request's slots of the same name, and are never set on a read)
@@ -74,6 +76,7 @@ class FastRead(Request):
         self.handler = handler
         self.kwargs = kwargs
         self.send_bytes = send_bytes
+        self.started = 0.0  # when telemetry is on (a sampled-out request: its duration only)
 
     def run(self) -> bytes | None:
         """In a worker: the handler's value, as the whole reply."""
@@ -96,8 +99,17 @@ class FastRead(Request):
         if ok:
             self.conn.inflight.pop(self.id, None)
             self.send_bytes(value)
+            if self.started:
+                telemetry.timed(self.conn, _READ, self.started)
         else:
             self.fail(value)
+            if self.started:
+                telemetry.timed(self.conn, _READ, self.started, error_response(None, value, HANDSHAKE)["error"]["code"])
+
+    def cancel(self) -> None:
+        super().cancel()
+        if self.started:
+            telemetry.timed(self.conn, _READ, self.started, "cancelled")
 
 
 class _Batch:
@@ -164,6 +176,7 @@ class _Batch:
     def answer(self) -> None:
         """Write the replies made so far (a cancelled read's is dropped); from any thread."""
         lines = []
+        timed: list[FastRead] = []
         with self.lock:
             replies, inflight = self.replies, self.conn.inflight
             while replies:
@@ -174,10 +187,14 @@ class _Batch:
                 if ok:
                     inflight.pop(req.id, None)  # before the reply: the client may reuse the id then
                     lines.append(value)
+                    if req.started:
+                        timed.append(req)
                 else:
                     self.conn.server.runner.deliver(req.finish, False, value)
             if lines:
                 self.send_bytes(lines[0] if len(lines) == 1 else b"".join(lines))
+        for req in timed:
+            telemetry.timed(req.conn, _READ, req.started)
 
     def check(self, taken: int) -> None:
         """On the loop, every ``STALL`` seconds until every read is answered."""
@@ -217,7 +234,7 @@ def read_fast(conn: Connection, msg: dict[str, Any], send_bytes: SendBytes) -> b
         # later): after initialize, no extension that changes reads, no access log, no span
         if (
             conn.protocol_version is None or conn.optin.sep_2093 or conn.principal is not None
-            or conn.new_request is not Request or (conn.traced and telemetry.ON)
+            or conn.new_request is not Request
         ):
             return False
         batch = conn.fast_batch = _Batch(conn, send_bytes)
@@ -235,7 +252,14 @@ def read_fast(conn: Connection, msg: dict[str, Any], send_bytes: SendBytes) -> b
     sig = handler.sig
     if sig.is_async or sig.context_param is not None:
         return False
+    dropped = 0
+    if conn.traced and telemetry.ON:  # a span only if sampled (decided here, by the SDK's ratio rule)
+        dropped = telemetry.dropped_root()
+        if not dropped:  # a span is wanted, or the sampler decides in the SDK: the general path
+            return False
     req = FastRead(conn, rid, params, uri, handler, kwargs, send_bytes)
+    if dropped:
+        req.started = _now()
     if handler.memo is not None and handler.memo.get(_BIG_KEY):  # a batch of its own: big ones hash in parallel
         single = _Batch(conn, send_bytes)
         single.items.append(req)
@@ -243,6 +267,8 @@ def read_fast(conn: Connection, msg: dict[str, Any], send_bytes: SendBytes) -> b
         try:
             conn.server.runner.submit(single.run, _failed)
         except LimitExceeded:  # too many jobs waiting: the general path says so
+            if dropped:
+                telemetry.redraw(dropped)  # its span is decided by the same trace id there
             return False
         inflight[rid] = req
         return True

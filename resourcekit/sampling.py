@@ -24,12 +24,13 @@ ID_LIMIT = (1 << 64) - 1  # TraceIdRatioBased.TRACE_ID_LIMIT
 class Primed:
     """The tracer's id generator, handing out a trace id drawn beforehand (once, same thread)."""
 
-    __slots__ = ("bound", "inner", "next")
+    __slots__ = ("bound", "drawn", "inner", "next")
 
     def __init__(self, inner: Any, bound: int) -> None:
         self.inner = inner
         self.bound = bound
         self.next: tuple[int, int] | None = None
+        self.drawn = 0  # a sampled root's trace id, drawn before its span is made (on the loop)
 
     def prime(self, trace_id: int) -> None:
         self.next = (threading.get_ident(), trace_id)

@@ -126,3 +126,23 @@ def test_made_again_the_tracer_keeps_one_primed_generator() -> None:
     first = presampler(tracer)
     assert first is not None and presampler(tracer) is first and tracer.id_generator is first
     assert type(first.inner).__name__ == "RandomIdGenerator"
+
+
+def test_sampled_out_reads_on_the_fast_path_still_record_their_durations(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPANS_FILE", str(tmp_path / "spans.jsonl"))
+    monkeypatch.setenv("SAMPLE_RATIO", "0")
+    monkeypatch.setenv("METRICS", "1")
+    server = RawServer(APP)
+    try:
+        server.initialize()
+        read_all(server, 640)  # pipelined: the stdio fast path (_fastread), no span made
+        for rid in range(5000, 5005):
+            assert server.request(rid, "resources/read", {"uri": "note://boom"})["error"]["code"] == -32603
+        reply = server.request(6000, "resources/read", {"uri": "metrics://operations"})
+        counts = json.loads(reply["result"]["contents"][0]["text"])
+    finally:
+        assert server.close() == 0
+    assert counts.get("resources/read", 0) >= 640, counts
+    assert counts["resources/read/-32603"] == 5, counts
+    assert not spans(tmp_path / "spans.jsonl")

@@ -46,6 +46,30 @@ async def child() -> str:
                            "sampled": context.trace_flags.sampled, "recording": span.is_recording()})
 
 
+if os.environ.get("METRICS"):  # the durations recorded, read back through a resource
+    from opentelemetry import metrics
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    READER = InMemoryMetricReader()
+    metrics.set_meter_provider(MeterProvider(metric_readers=[READER]))
+
+    @app.resource("metrics://operations")
+    def operations() -> str:
+        """{method or method/error.type: count} of mcp.server.operation.duration so far."""
+        counts: dict[str, int] = {}
+        data = READER.get_metrics_data()
+        for rm in data.resource_metrics if data else ():
+            for sm in rm.scope_metrics:
+                for metric in sm.metrics:
+                    if metric.name == "mcp.server.operation.duration":
+                        for point in metric.data.data_points:
+                            attrs = dict(point.attributes)
+                            key = "/".join(str(attrs[k]) for k in ("mcp.method.name", "error.type") if k in attrs)
+                            counts[key] = counts.get(key, 0) + point.count
+        return json.dumps(counts)
+
+
 if os.environ.get("SPANS_FILE"):
     from opentelemetry import trace
     from opentelemetry.sdk.trace import TracerProvider
