@@ -92,3 +92,31 @@ async def test_a_long_line_in_small_reads_costs_linear_time() -> None:
     reader.data_received(b"\n")
     assert time.perf_counter() - started < 2.0
     assert lines == [b"x" * (4 * 1024 * 1024)]
+
+
+def test_a_client_that_closes_our_output_unread_and_then_its_input_lets_the_server_exit() -> None:
+    """Output paused (the client read nothing), then the client closes both pipes: the server
+    sees its output gone, stops waiting for answers nobody can read, and exits."""
+    proc = subprocess.Popen(command("run", str(APPS / "big_app.py")), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(INIT)
+        proc.stdin.flush()
+        proc.stdout.readline()
+        reads = b"".join(orjson.dumps({"jsonrpc": "2.0", "id": i, "method": "resources/read",
+                                       "params": {"uri": "big://one"}}) + b"\n" for i in range(1, 201))
+        proc.stdin.write(reads)
+        proc.stdin.flush()
+        time.sleep(1.0)  # its output fills and pauses its input
+        proc.stdout.close()
+        time.sleep(0.2)
+        started = time.monotonic()
+        proc.stdin.close()
+        assert proc.wait(timeout=10) == 0
+        assert time.monotonic() - started < 3.0  # not the shutdown grace waiting for lost answers
+        assert b"Traceback" not in (proc.stderr.read() if proc.stderr else b"")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

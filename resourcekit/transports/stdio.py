@@ -118,6 +118,15 @@ class _Flow(asyncio.Protocol):
         self.reading: Any = None  # the stdin transport, once there is one
         self.writable = asyncio.Event()
         self.writable.set()
+        self.lost = False  # the client closed our output: nothing more can be answered
+        self.done: asyncio.Future[None] | None = None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """Our output is gone (the client closed it): the session ends, reading paused or not."""
+        self.lost = True
+        self.writable.set()
+        if self.done is not None:
+            _finish(self.done)
 
     def pause_writing(self) -> None:
         self.writable.clear()
@@ -254,6 +263,7 @@ async def serve_stdio(app: Registry, stdin: Any = None, stdout_fd: int | None = 
     conn.send_bytes = writer.send_bytes
     conn.input_ends_batches = True
     done: asyncio.Future[None] = loop.create_future()
+    flow.done = done
     stdin = stdin if stdin is not None else sys.stdin.buffer
     reader = _Reader(conn, app.max_message_size, done)
     read_transport: Any = None
@@ -271,7 +281,7 @@ async def serve_stdio(app: Registry, stdin: Any = None, stdout_fd: int | None = 
         # listen streams never finish by themselves: end them first, or the drain below
         # would wait its whole grace period for them
         server.subscriptions.close_listens()
-        await conn.drain(SHUTDOWN_GRACE)
+        await conn.drain(0 if flow.lost else SHUTDOWN_GRACE)  # with no output, answers cannot wait
         if read_transport is None:
             file_reader.cancel()
     finally:
