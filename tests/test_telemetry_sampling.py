@@ -78,14 +78,22 @@ def spans(path: Path, expected: int | None = None) -> list[dict[str, Any]]:
         time.sleep(0.05)
 
 
+def sampled_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ratio: str, **extra: str) -> RawServer:
+    """traced_app.py in a real process, exporting spans to tmp_path/spans.jsonl, initialized."""
+    monkeypatch.setenv("SPANS_FILE", str(tmp_path / "spans.jsonl"))
+    monkeypatch.setenv("SAMPLE_RATIO", ratio)
+    for name, value in extra.items():
+        monkeypatch.setenv(name, value)
+    server = RawServer(APP)
+    server.initialize()
+    return server
+
+
 def test_a_server_samples_its_roots_at_the_configured_rate(tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     spans_file = tmp_path / "spans.jsonl"
-    monkeypatch.setenv("SPANS_FILE", str(spans_file))
-    monkeypatch.setenv("SAMPLE_RATIO", "0.5")
-    server = RawServer(APP)
+    server = sampled_server(tmp_path, monkeypatch, "0.5")
     try:
-        server.initialize()
         read_all(server, 2000)
     finally:
         assert server.close() == 0
@@ -101,11 +109,8 @@ def test_a_server_samples_its_roots_at_the_configured_rate(tmp_path: Path,
 def test_with_nothing_sampled_a_parent_still_decides_and_handlers_get_a_valid_trace(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spans_file = tmp_path / "spans.jsonl"
-    monkeypatch.setenv("SPANS_FILE", str(spans_file))
-    monkeypatch.setenv("SAMPLE_RATIO", "0")
-    server = RawServer(APP)
+    server = sampled_server(tmp_path, monkeypatch, "0")
     try:
-        server.initialize()
         read_all(server, 300)
         # a dropped root span still gives the handler's own spans a parent: a valid, unsampled trace
         reply = server.request(9000, "resources/read", {"uri": "span://child"})
@@ -130,12 +135,8 @@ def test_made_again_the_tracer_keeps_one_primed_generator() -> None:
 
 def test_sampled_out_reads_on_the_fast_path_still_record_their_durations(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SPANS_FILE", str(tmp_path / "spans.jsonl"))
-    monkeypatch.setenv("SAMPLE_RATIO", "0")
-    monkeypatch.setenv("METRICS", "1")
-    server = RawServer(APP)
+    server = sampled_server(tmp_path, monkeypatch, "0", METRICS="1")
     try:
-        server.initialize()
         read_all(server, 640)  # pipelined: the stdio fast path (_fastread), no span made
         for rid in range(5000, 5005):
             assert server.request(rid, "resources/read", {"uri": "note://boom"})["error"]["code"] == -32603
