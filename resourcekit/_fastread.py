@@ -270,8 +270,7 @@ def read_fast(conn: Connection, msg: dict[str, Any], send_bytes: SendBytes) -> b
             if dropped:
                 telemetry.redraw(dropped)  # its span is decided by the same trace id there
             return False
-        inflight[rid] = req
-        return True
-    batch.items.append(req)
+    else:
+        batch.items.append(req)
     inflight[rid] = req
     return True

@@ -11,7 +11,7 @@ import dataclasses
 import hashlib
 import os
 import pathlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
@@ -124,7 +124,14 @@ def version_of(data: bytes, mime_type: str) -> str:
             _SUFFIXES[mime_type] = suffix
     if len(data) < _SHORT:
         return hashlib.blake2b(data + suffix, digest_size=16).hexdigest()
-    digest = hashlib.sha256(data)
+    return _long_version((data,), suffix)
+
+
+def _long_version(pieces: Iterable[bytes], suffix: bytes) -> str:
+    """``version_of`` contents of ``_SHORT`` bytes or more, given in pieces: SHA-256."""
+    digest = hashlib.sha256()
+    for piece in pieces:
+        digest.update(piece)
     digest.update(suffix)
     return digest.hexdigest()[:32]
 
@@ -144,24 +151,16 @@ def text_version(text: str, mime_type: str) -> str:
         known = _TEXT_VERSIONS.get(text)
         if known is not None and known[0] == mime_type:
             return known[1]
-    elif len(text) >= _SHORT:  # SHA-256 for sure (as many bytes at least): fed in pieces
-        return _long_text_version(text, mime_type)
+    elif len(text) >= _SHORT:  # SHA-256 for sure (as many bytes at least), encoded a piece at a time:
+        # a worker hashing a 1 MiB text holds 64 KiB of its bytes, not 1 MiB (its allocator keeps it)
+        return _long_version((text[start:start + _SHORT].encode("utf-8", "surrogatepass")
+                              for start in range(0, len(text), _SHORT)), b"\0" + mime_type.encode())
     version = version_of(text.encode("utf-8", "surrogatepass"), mime_type)
     if len(text) <= _MEMO_TEXT:
         if len(_TEXT_VERSIONS) >= _MEMO_SIZE:
             _TEXT_VERSIONS.clear()
         _TEXT_VERSIONS[text] = (mime_type, version)
     return version
-
-
-def _long_text_version(text: str, mime_type: str) -> str:
-    """``version_of`` a long text's UTF-8 bytes, encoded a piece at a time: a worker hashing a
-    1 MiB text holds 64 KiB of its bytes, not 1 MiB (memory that its thread's allocator keeps)."""
-    digest = hashlib.sha256()
-    for start in range(0, len(text), _SHORT):
-        digest.update(text[start:start + _SHORT].encode("utf-8", "surrogatepass"))
-    digest.update(b"\0" + mime_type.encode())
-    return digest.hexdigest()[:32]
 
 
 def combined_version(contents: list[Content]) -> str:

@@ -307,9 +307,10 @@ def timed(conn: Any, method: str, started: float, code: Any = None) -> None:
         return
     key = (method, conn.server.transport, conn.protocol_version)
     attrs = _ATTRIBUTES.get(key) or _attributes(key)
-    if code is not None:
-        attrs = {**attrs, ERROR_TYPE: str(code), STATUS_CODE: str(code)} if code != "cancelled" else {
-            **attrs, ERROR_TYPE: code}
+    if code == "cancelled":
+        attrs = {**attrs, ERROR_TYPE: code}
+    elif code is not None:
+        attrs = {**attrs, ERROR_TYPE: str(code), STATUS_CODE: str(code)}
     instruments.operation.record(_now() - started, attrs)
 
 

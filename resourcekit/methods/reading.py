@@ -166,22 +166,8 @@ def read_result(req: Request, handler: Handler, uri: str, value: Any) -> dict[st
 def read_reply(req: Request, handler: Handler, uri: str, value: Any) -> bytes:
     """The whole response to a session's read, encoded as one JSON line (by the worker that
     ran the handler, so the loop thread only writes it)."""
-    if type(value) is not str:
-        return dumps({"jsonrpc": "2.0", "id": req.id, "result": read_result(req, handler, uri, value)},
-                     option=OPT_APPEND_NEWLINE)
-    # read_result's text case, inlined: the most frequent read of all
-    mime = handler.mime_type or TEXT_MIME
-    version = text_version(value, mime)
-    conn = req.conn
-    conn.app.tracker.observe(uri, version)
-    if not conn.stateless:
-        seen = conn.seen
-        if len(seen) >= conn.seen_max and uri not in seen:
-            seen.clear()
-        seen[uri] = version
-    return dumps({"jsonrpc": "2.0", "id": req.id, "result": {"contents": [
-        {"uri": uri, "mimeType": mime, "text": value, "_meta": {META_VERSION: version}}]}},
-        option=OPT_APPEND_NEWLINE)
+    return dumps({"jsonrpc": "2.0", "id": req.id, "result": read_result(req, handler, uri, value)},
+                 option=OPT_APPEND_NEWLINE)
 
 
 def _read_result_sep_2093(req: Request, handler: Handler, uri: str, value: Any, is_listable: bool) -> dict[str, Any]:
