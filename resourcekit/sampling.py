@@ -32,6 +32,13 @@ class Primed:
         self.next: tuple[int, int] | None = None
         self.drawn = 0  # a sampled root's trace id, drawn before its span is made (on the loop)
 
+    def draw(self) -> tuple[int, bool]:
+        """A root request's trace id (the one drawn ahead for it, if any) and whether the
+        sampler's rule keeps its span."""
+        trace_id = self.drawn or int(self.inner.generate_trace_id())
+        self.drawn = 0
+        return trace_id, trace_id & ID_LIMIT < self.bound
+
     def prime(self, trace_id: int) -> None:
         self.next = (threading.get_ident(), trace_id)
 

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .errors import MCPError
-from .sampling import ID_LIMIT, Dropped, presampler
+from .sampling import Dropped, presampler
 from .versions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION, MODERN_VERSIONS
 
 if TYPE_CHECKING:
@@ -190,9 +190,8 @@ class Traced:
                 self.context = context = instruments.context.get_current()
                 presample = instruments.presample
                 if presample is not None and not context:  # a root span, sampled by the SDK's own rule
-                    trace_id = presample.drawn or presample.inner.generate_trace_id()  # (drawn: sampled_out)
-                    presample.drawn = 0
-                    if trace_id & ID_LIMIT >= presample.bound:  # dropped: no SDK span at all
+                    trace_id, kept = presample.draw()  # (drawn ahead by dropped_root, maybe)
+                    if not kept:  # dropped: no SDK span at all
                         self.span = Dropped(trace_id, presample.inner)
                         return
                     presample.prime(trace_id)  # sampled: the SDK's span gets this trace id
@@ -287,8 +286,8 @@ def dropped_root() -> int:
     presample = instruments.presample if instruments is not None else None
     if presample is None or instruments is None or instruments.context.get_current():
         return 0
-    trace_id: int = presample.inner.generate_trace_id()
-    if trace_id & ID_LIMIT >= presample.bound:
+    trace_id, kept = presample.draw()
+    if not kept:
         return trace_id
     presample.drawn = trace_id
     return 0

@@ -22,7 +22,9 @@ pytestmark = pytest.mark.anyio
 
 
 def session(app: App) -> tuple[Server, Connection, list[Any]]:
-    """A session whose replies arrive as lines, as over stdio: reads take the fast path."""
+    """A session whose replies arrive as lines, as over stdio: reads take the fast path (the apps
+    here have telemetry=False: a provider another test configured in this process would send
+    their reads the general way)."""
     server = Server(app, "pipe")
     server.start()
     out: list[Any] = []
@@ -50,7 +52,7 @@ async def answered(out: list[Any], ids: set[Any], timeout: float = 3.0) -> dict[
 
 
 def demo_app() -> App:
-    app = App("t")
+    app = App("t", telemetry=False)
     app.resource("text://a")(lambda: "hello")
     app.resource("md://a", mime_type="text/markdown")(lambda: "# hi")
     app.resource("json://a")(lambda: {"k": [1, 2]})
@@ -86,7 +88,7 @@ async def test_fast_reads_answer_exactly_as_the_general_path() -> None:
 
 
 async def test_a_read_batched_with_a_slow_one_is_answered() -> None:
-    app = App("t")
+    app = App("t", telemetry=False)
     release = threading.Event()
     app.resource("slow://x")(lambda: "done" if release.wait(5) else "late")
     app.resource("fast://x")(lambda: "fast")
@@ -104,7 +106,7 @@ async def test_a_read_batched_with_a_slow_one_is_answered() -> None:
 
 
 async def test_cancelled_reads_of_a_batch_say_nothing_and_the_others_answer() -> None:
-    app = App("t", max_workers=1)
+    app = App("t", max_workers=1, telemetry=False)
     release = threading.Event()
     calls: list[str] = []
     app.resource("slow://x")(lambda: release.wait(5) and "done")
@@ -129,7 +131,7 @@ async def test_cancelled_reads_of_a_batch_say_nothing_and_the_others_answer() ->
 
 
 async def test_an_id_in_flight_and_the_inflight_cap_still_hold() -> None:
-    app = App("t", limits=Limits(max_inflight=2))
+    app = App("t", limits=Limits(max_inflight=2), telemetry=False)
     release = threading.Event()
     app.resource("slow://x")(lambda: release.wait(5) and "done")
     server, conn, out = session(app)
@@ -148,7 +150,7 @@ async def test_an_id_in_flight_and_the_inflight_cap_still_hold() -> None:
 
 
 async def test_a_handler_with_big_replies_gets_a_job_per_read() -> None:
-    app = App("t")
+    app = App("t", telemetry=False)
     big = "x" * 100_000
     app.resource("big://x")(lambda: big)
     server, conn, out = session(app)
