@@ -212,11 +212,15 @@ class SignatureCache:
                 same = known == facts
             except Exception:  # a default whose == raises or is not a bool (an array): inspect
                 same = False
+            if at >= 0:
+                known[at] = None  # the cache keeps no function's cells (nor what they hold) alive
             if same:
                 self._last = entry
                 return entry[3]
         closure = fn.__closure__
         at = -1 if closure is None else next(i for i, fact in enumerate(facts) if fact is closure)
+        if at >= 0:
+            facts[at] = None
         sig = inspect_handler(fn)
         self._entries[code] = self._last = (code, facts, at, sig)
         return sig

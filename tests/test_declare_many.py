@@ -184,3 +184,28 @@ def test_seq_index_slices_as_it_pages() -> None:
     index.remove(2)  # with an item removed it pages (and skips it) the way page() does
     assert index.slice(0, 4) == (["x1", "x3", "x4", "x5"], 5, True)
     assert index.slice(0, 4)[:2] == ([x for _, x in index.page(0, 4)[0]], index.page(0, 4)[0][-1][0])
+
+
+
+def test_the_signature_cache_keeps_no_closure_alive() -> None:
+    import weakref
+
+    from resourcekit.signature import SignatureCache
+
+    class Held:
+        pass
+
+    def make(value: Held) -> Any:
+        def item() -> str:
+            return repr(value)
+
+        return item
+
+    cache = SignatureCache()
+    first, second = Held(), Held()
+    refs = [weakref.ref(first), weakref.ref(second)]
+    cache.signature(make(first))  # inspected: the entry
+    cache.signature(make(second))  # a sibling: compared with the entry
+    del first, second
+    gc.collect()
+    assert [ref() for ref in refs] == [None, None]
