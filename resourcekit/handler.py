@@ -129,18 +129,21 @@ class Handler:
 
     @property
     def wire(self) -> dict[str, Any]:
-        """The Resource / ResourceTemplate object as listed (without _meta); do not change it."""
+        """The Resource / ResourceTemplate object as listed (without _meta): shared by every
+        listing when the declaration keeps one (do not change it), else made afresh."""
         wire = self._wire
         if wire is not None:
             return wire
-        description, mime_type = self.sig.description, self.mime_type
-        if not description:
-            if mime_type:
-                return {"name": self.name, "uri": self.uri, "mimeType": mime_type}
-            return {"name": self.name, "uri": self.uri}
-        if mime_type:
-            return {"name": self.name, "uri": self.uri, "description": description, "mimeType": mime_type}
-        return {"name": self.name, "uri": self.uri, "description": description}
+        wire = {"name": self.name, "uri": self.uri}
+        if self.sig.description:
+            wire["description"] = self.sig.description
+        if self.mime_type:
+            wire["mimeType"] = self.mime_type
+        return wire
+
+    def own_wire(self) -> dict[str, Any]:
+        """``wire`` as a dict the caller may change (copied only when it is shared)."""
+        return dict(self._wire) if self._wire is not None else self.wire
 
     def remembered(self, key: str) -> Any:
         return self.memo.get(key) if self.memo is not None else None

@@ -30,16 +30,16 @@ def resource_wire(handler: Handler, versions: Mapping[str, str], uri: str | None
     """A Resource object for ``uri`` (a concrete handler's own URI by default).
 
     ``versions``: the tracker's ``versions`` for a concrete handler, its
-    ``instance_versions`` for a template.  The common case is shared rather than
-    copied: listing 100,000 resources is one dict lookup each.  Callers that change
-    the object take a copy (``fresh_resource``).
+    ``instance_versions`` for a template.  The common case is ``handler.wire`` itself
+    (shared when the declaration keeps one): callers that change the object take a copy
+    (``fresh_resource``).
     """
     if handler.template is None and decorate is None and not handler.meta:
         version = versions.get(handler.uri)
         if version is None:
             return handler.wire
         return {**handler.wire, "_meta": {META_VERSION: version}}
-    wire = dict(handler.wire)
+    wire = handler.own_wire()
     if handler.template is not None:
         del wire["uriTemplate"]
         wire["uri"] = uri

@@ -96,23 +96,19 @@ async def exchange(
             status = 200
         else:
             status = status_of(first, conn) if _is_final(first) else 0
+        issued: Headers = ([(b"mcp-session-id", session.id.encode())]
+                           if issue_session and session is not None and conn.protocol_version is not None else [])
         if status and (json_ok or status != 200):  # an HTTP-level error is JSON whatever Accept says
             body = orjson.dumps(first)
-            headers = [JSON_TYPE, (b"content-length", b"%d" % len(body))]
-            if issue_session and session is not None and conn.protocol_version is not None:
-                headers.append((b"mcp-session-id", session.id.encode()))
+            headers = [JSON_TYPE, (b"content-length", b"%d" % len(body)), *issued]
             if status == 403:
                 headers.extend(forbidden_headers(first, principal))
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": body})
         else:  # notifications come first (or the client takes nothing but SSE)
-            extra: Headers = []
-            if issue_session and session is not None and conn.protocol_version is not None:
-                extra.append((b"mcp-session-id", session.id.encode()))
-            await _stream(conn, first, inbox, receive, send, ids, watch, session, extra, streams)
+            await _stream(conn, first, inbox, receive, send, ids, watch, session, issued, streams)
     finally:
-        if inbox.watcher is not None:
-            inbox.stop_watching()
+        inbox.stop_watching()
         if session is not None:
             session.waiting.pop(inbox, None)
         elif conn.inflight:  # a stateless request left behind (disconnect, error): cancel it

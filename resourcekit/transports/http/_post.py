@@ -44,8 +44,7 @@ async def post(endpoint: ASGIApp, scope: Scope, receive: Receive, send: Send) ->
     """Serve one POST to the endpoint (refusals raise ``HTTPError``)."""
     headers = RequestHeaders(scope.get("headers", ()))
     send = endpoint.admit(scope, headers, send)
-    if endpoint.closed:
-        raise HTTPError(503, "Server is shutting down", [(b"retry-after", b"5")])
+    endpoint.check_open()
     authorize = endpoint.authorize
     principal = None if authorize is None else await authorize(headers, scope)
     accepted = post_accepts(headers.get(b"content-type"), headers.get(b"accept"))
@@ -79,17 +78,15 @@ async def post(endpoint: ASGIApp, scope: Scope, receive: Receive, send: Send) ->
             "Bad Request: Mcp-Session-Id header is required (initialize first, or send a "
             f"2026-07-28 request with _meta['{META_PROTOCOL_VERSION}'])")))
         return
-    shared = endpoint.shared
-    session = endpoint.sessions.lookup(sid.decode("latin-1"), principal) if shared is None else \
-        await shared.find(sid.decode("latin-1"), principal, endpoint.server.connect)
+    session = await endpoint.session_of(sid.decode("latin-1"), principal)
     if version is not None and version not in HANDSHAKE_HEADERS:
         await respond_json(send, 400, error_response(None, InvalidRequest(
             f"Bad Request: unsupported MCP-Protocol-Version {version.decode('latin-1')!r}",
             {"supported": list(HANDSHAKE_VERSIONS)})))
         return
     assert session.conn is not None
-    if shared is not None:
-        send = shared.prepare(session, message, send)
+    if endpoint.shared is not None:
+        send = endpoint.shared.prepare(session, message, send)
     await exchange(session.conn, message, receive, send, accepted, endpoint.streams, session=session,
                    principal=principal)
 

@@ -1,7 +1,8 @@
 """``ASGIApp``: the MCP endpoint as a plain ASGI application.
 
-Routes each request through the gate, then POST to the exchange (statelessly for 2026-07-28,
-else within a session), GET to a session's event stream, DELETE to the end of a session."""
+Routes each request through the gate, then POST to ``_post.post`` (which hands it to the
+exchange: statelessly for 2026-07-28, else within a session), GET to a session's event stream,
+DELETE to the end of a session."""
 
 from __future__ import annotations
 
@@ -246,8 +247,7 @@ class ASGIApp:
         if method == "OPTIONS":  # CORS preflight: no credentials are sent, so no auth either
             await respond(send, 204, b"", preflight_headers(headers) if headers.get(b"origin") else ALLOW)
             return
-        if self.closed:
-            raise HTTPError(503, "Server is shutting down", [(b"retry-after", b"5")])
+        self.check_open()
         principal = None if self.authorize is None else await self.authorize(headers, scope)
         if method == "GET":
             await self._get(headers, receive, send, principal)
@@ -269,12 +269,18 @@ class ASGIApp:
                 self._admitted[key] = origin
         return send if origin is None else with_cors(send, origin)
 
-    # --- GET and DELETE ---------------------------------------------------------------
+    def check_open(self) -> None:
+        """503 while the server shuts down."""
+        if self.closed:
+            raise HTTPError(503, "Server is shutting down", [(b"retry-after", b"5")])
 
-    async def _session(self, sid: str, principal: Any) -> Session:
+    async def session_of(self, sid: str, principal: Any) -> Session:
+        """The session ``sid`` of ``principal`` (404 if none), in this process or through Redis."""
         if self.shared is None:
             return self.sessions.lookup(sid, principal)
         return await self.shared.find(sid, principal, self.server.connect)
+
+    # --- GET and DELETE ---------------------------------------------------------------
 
     async def _get(self, headers: RequestHeaders, receive: Receive, send: Send, principal: Any) -> None:
         sid = headers.opt(SESSION_HEADER)
@@ -283,7 +289,7 @@ class ASGIApp:
                             [(b"allow", b"POST")])
         if not accepts(headers.text(b"accept"))[1]:
             raise HTTPError(406, "Accept must list text/event-stream")
-        session = await self._session(sid, principal)
+        session = await self.session_of(sid, principal)
         replay: list[bytes] = []
         last = headers.opt(b"last-event-id")
         if self.shared is not None and await self.shared.serve_get(session, last, receive, send, self.streams,
@@ -344,11 +350,9 @@ class ASGIApp:
         sid = headers.opt(SESSION_HEADER)
         if not sid:
             raise HTTPError(405, "DELETE ends a handshake-era session: send Mcp-Session-Id", [(b"allow", b"POST")])
-        session = await self._session(sid, principal)
+        session = await self.session_of(sid, principal)
         if self.shared is not None:
             await self.shared.delete(session)
         else:
             self.sessions.end(session)
         await respond(send, 204, b"")
-
-
