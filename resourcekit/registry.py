@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .contents import guess_mime_type
 from .errors import (
     DefinitionError,
-    DuplicateResourceError,
     MissingParameterError,
     QueryDefaultError,
     TemplateSyntaxError,
@@ -181,10 +180,7 @@ class Registry:
             if param.required:
                 raise UnknownParameterError(uri, param.name, sig.name)
         if _PLAIN.issuperset(options):  # no listed object kept, no Options: see Handler.wire
-            declared = options.get("mime_type")
-            mime_type = declared or sig.mime_type
-            if declared is None and "." in uri and mime_type in _GUESSABLE:  # as in _register
-                mime_type = guess_mime_type(uri, "") or mime_type
+            mime_type = _mime_type(options.get("mime_type"), sig, uri)
             name = options.get("name") or sig.name
             return self._insert(Handler(uri, None, fn, sig, mime_type, None, DEFAULT_OPTIONS, 0, name))
         if "lister" in options or "complete" in options:
@@ -245,11 +241,7 @@ class Registry:
         poll: float | None = None,
         scopes: Iterable[str] | None = None,
     ) -> Handler:
-        declared_mime = mime_type
-        mime_type = mime_type or sig.mime_type
-        if declared_mime is None and mime_type in _GUESSABLE:
-            # a URI ending in .png or .md says more than a bare ``bytes``/``str``
-            mime_type = guess_mime_type(uri.split("{", 1)[0] if template else uri, "") or mime_type
+        mime_type = _mime_type(mime_type, sig, uri.split("{", 1)[0] if template else uri)
         name = name or sig.name
         extras = DEFAULT_OPTIONS
         wire = None  # a plain resource's is made when listed (Handler.wire): 184 bytes less each
@@ -277,13 +269,10 @@ class Registry:
         try:
             self._seq += 1
             handler.seq = seq = self._seq
+            self.router.add(handler)
             if handler.template is None:
-                # Router.add, inlined for the most common case
-                if self.router.exact.setdefault(handler.uri, handler) is not handler:
-                    raise DuplicateResourceError(handler.uri, handler.uri)
                 self.resources.append(seq, handler)
             else:
-                self.router.add(handler)
                 self.templates.append(seq, handler)
                 if listed:
                     self.listed_templates.append(seq, handler)
@@ -391,3 +380,11 @@ class Registry:
         """Tell clients the resource list changed (for lists that change outside the program)."""
         self.tracker.notify_list_changed()
 
+
+def _mime_type(declared: str | None, sig: Signature, uri: str) -> str | None:
+    """The declared mimeType, else the return annotation's; when neither is telling, a URI
+    ending in .png or .md says more than a bare ``bytes``/``str``."""
+    mime_type = declared or sig.mime_type
+    if declared is None and mime_type in _GUESSABLE:
+        mime_type = guess_mime_type(uri, "") or mime_type
+    return mime_type
