@@ -222,3 +222,25 @@ def test_a_remembered_text_version_is_the_hash_of_the_text_and_its_mime_type() -
             expected = version_of(text.encode("utf-8", "surrogatepass"), mime)
             assert text_version(text, mime) == expected == text_version(text, mime)
     assert text_version("hello", "text/plain") != text_version("hello", "text/markdown")
+
+
+def test_a_long_text_served_again_keeps_its_version_and_any_change_gives_a_new_one() -> None:
+    from resourcekit import contents
+    from resourcekit.contents import text_version, version_of
+
+    base = "The quick brown fox jumps over the lazy dog.\n" * 30_000  # 1.3 MB: the long path
+    first = text_version(base, "text/plain")
+    assert first == version_of(base.encode(), "text/plain")
+    again = base.encode().decode()  # equal, a new object (as a file read again makes it)
+    assert again is not base
+    assert text_version(again, "text/plain") == first
+    for changed in (base[:-1] + "?", "?" + base[1:], base[:600_000] + "?" + base[600_001:]):
+        assert len(changed) == len(base)  # the remembered text of that length is compared, not trusted
+        assert text_version(changed, "text/plain") == version_of(changed.encode(), "text/plain") != first
+    assert text_version(base, "text/markdown") == version_of(base.encode(), "text/markdown") != first
+    for extra in range(20):  # the table stays bounded however many lengths are served
+        text_version("y" * (70_000 + extra), "text/plain")
+    assert len(contents._LONG_VERSIONS) <= contents._LONG_MEMO_SIZE
+    huge = "z" * (contents._LONG_MEMO_TEXT + 1)  # too long to keep: hashed each time
+    assert text_version(huge, "text/plain") == version_of(huge.encode(), "text/plain")
+    assert len(huge) not in contents._LONG_VERSIONS

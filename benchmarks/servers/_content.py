@@ -30,6 +30,15 @@ def big_text() -> str:
     return (line * (n // len(line) + 1))[:n]
 
 
+_BIG_BYTES = big_text().encode() if WORKLOAD == "big" else b""
+
+
+def read_big() -> str:
+    """``big_text()`` as a new ``str`` on every call, decoded from bytes as a file-backed
+    resource's handler makes it: a server cannot tell by identity that it served it before."""
+    return _BIG_BYTES.decode()
+
+
 def list_size() -> int:
     return LIST_SIZES.get(WORKLOAD, 0)
 

@@ -13,8 +13,7 @@ TEMPLATES = {}  # scheme -> (literal prefix after "://", (id) -> str)
 if c.WORKLOAD == "small":
     STATIC[c.SMALL_URI] = lambda: c.SMALL_TEXT
 elif c.WORKLOAD == "big":
-    _big = c.big_text()
-    STATIC[c.BIG_URI] = lambda: _big
+    STATIC[c.BIG_URI] = c.read_big
 elif c.WORKLOAD == "templates":
     for _i in range(c.N_TEMPLATES):
         TEMPLATES[f"tpl{_i}"] = ("item/", lambda id, i=_i: c.item_text(i, id))

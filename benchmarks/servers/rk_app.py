@@ -19,11 +19,9 @@ if c.WORKLOAD == "small":
         return c.SMALL_TEXT
 
 elif c.WORKLOAD == "big":
-    BIG = c.big_text()
-
     @app.resource(c.BIG_URI)
     def big() -> str:
-        return BIG
+        return c.read_big()  # a new str per read, as from a file
 
 elif c.WORKLOAD == "templates":
 
