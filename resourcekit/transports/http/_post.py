@@ -17,6 +17,7 @@ from ...errors import InvalidRequest, MCPError, ParseError
 from ...protocol import error_response
 from ...versions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION
 from ._exchange import exchange
+from ._fastpost import answer, read_http
 from ._headers import (
     HANDSHAKE_HEADERS,
     MODERN_HEADERS,
@@ -78,16 +79,24 @@ async def post(endpoint: ASGIApp, scope: Scope, receive: Receive, send: Send) ->
             "Bad Request: Mcp-Session-Id header is required (initialize first, or send a "
             f"2026-07-28 request with _meta['{META_PROTOCOL_VERSION}'])")))
         return
-    session = await endpoint.session_of(sid.decode("latin-1"), principal)
+    shared = endpoint.shared
+    session = endpoint.sessions.lookup(sid.decode("latin-1"), principal) if shared is None else \
+        await shared.find(sid.decode("latin-1"), principal, endpoint.server.connect)
     if version is not None and version not in HANDSHAKE_HEADERS:
         await respond_json(send, 400, error_response(None, InvalidRequest(
             f"Bad Request: unsupported MCP-Protocol-Version {version.decode('latin-1')!r}",
             {"supported": list(HANDSHAKE_VERSIONS)})))
         return
-    assert session.conn is not None
-    if endpoint.shared is not None:
-        send = endpoint.shared.prepare(session, message, send)
-    await exchange(session.conn, message, receive, send, accepted, endpoint.streams, session=session,
+    conn = session.conn
+    assert conn is not None
+    if shared is not None:
+        send = shared.prepare(session, message, send)
+    elif principal is None and accepted[0] and type(message) is dict and message.get("method") == "resources/read":
+        read = read_http(conn, message)  # a plain read of a sync handler: the shortest way
+        if read is not None:
+            await answer(read, session, send, accepted[1])
+            return
+    await exchange(conn, message, receive, send, accepted, endpoint.streams, session=session,
                    principal=principal)
 
 

@@ -1,0 +1,190 @@
+"""A session's ``resources/read`` of a sync handler over HTTP, in as few steps as the answer allows.
+
+The most frequent POST of a handshake-era session: a read without ``_meta``, no extension that
+changes the result, no ``auth`` hook, no access log or span, a sync handler without a ``Context``,
+a client that takes JSON.  ``post`` hands such a body here once the session is found; this
+checks what the general path would check (an id, a URI within the limit, an id not in flight,
+room for one more in flight, a match) and hands the read to a worker, which calls the handler
+and encodes the whole response body; the loop is woken once for the replies of many reads
+(``ThreadRunner``) and only sends the bytes it is given.  The read waits in
+``Session.waiting`` as a POST of the general path does, so cancellation
+(``notifications/cancelled``), the end of the session, the in-flight cap and ids behave as there;
+anything else (and every failure of these checks) goes the general way, answered exactly as
+before, and a handler's exception is answered as the general path answers it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any
+
+from orjson import dumps
+
+from ... import telemetry
+from ...eras import HANDSHAKE, error_response
+from ...errors import LimitExceeded, ResourceNotFound
+from ...methods.reading import read_result
+from ...request import Request
+from ._exchange import unanswered
+from ._headers import JSON_TYPE, Send, status_of
+from ._sse import CANCELLED, ENDED
+
+if TYPE_CHECKING:
+    from ...handler import Handler
+    from ...protocol import Connection
+    from ._sessions import Session
+
+__all__ = ["HttpRead", "answer", "read_http"]
+
+_READ = "resources/read"
+_NO_ARGUMENTS: dict[str, Any] = {}  # a resource's handler takes none (never changed: only passed on)
+_now = time.perf_counter
+
+
+class HttpRead(Request):
+    """A read in flight whose worker makes the whole response body (see the module).
+
+    It waits in ``Session.waiting`` like an ``Inbox``: ``put`` (``notifications/cancelled``,
+    the session's end) and ``items`` (an answer is there already).
+    """
+
+    __slots__ = ("handler", "kwargs", "started", "uri", "waiter")
+
+    # the same for every such read: class attributes rather than slots set per read (they hide
+    # Request's slots of the same name, and are never set on a read)
+    method = _READ
+    era = HANDSHAKE
+    modern = False
+    task = None
+    principal = None
+    meta: dict[str, Any] = {}  # never changed: no Context sees it
+
+    def __init__(self, conn: Connection, rid: Any, params: dict[str, Any], uri: str, handler: Handler,
+                 kwargs: dict[str, Any], waiter: asyncio.Future[Any]) -> None:
+        # Request.__init__ for this case (no _meta, the session's era), without its branches
+        self.conn = conn
+        self.id = rid
+        self.params = params
+        self.version = conn.protocol_version
+        self.log_level = conn.log_level
+        self.cancelled = False
+        self.optin = conn.optin
+        self.uri = uri
+        self.handler = handler
+        self.kwargs = kwargs
+        self.waiter = waiter
+        self.started = 0.0  # when telemetry is on (a sampled-out request: its duration only)
+
+    def reply(self, message: Any) -> None:
+        """Where the answer goes (``Request.fail`` calls it): to the POST waiting for it."""
+        waiter = self.waiter
+        if not waiter.done():
+            waiter.set_result(message)
+
+    put = reply  # as an Inbox in Session.waiting
+
+    @property
+    def items(self) -> bool:
+        """An answer is there already (``Session.wake_cancelled`` leaves it be)."""
+        return self.waiter.done()
+
+    def run(self) -> bytes | None:
+        """In a worker: the handler's value, as the whole response body."""
+        if self.cancelled:
+            return None  # cancelled while it waited for a worker: nobody wants it
+        handler = self.handler
+        try:
+            value = handler.fn(**self.kwargs)
+        except ResourceNotFound:
+            self.conn.app.router.forget(self.uri)  # no cache slot for what is not there
+            raise
+        return dumps({"jsonrpc": "2.0", "id": self.id, "result": read_result(self, handler, self.uri, value)})
+
+    def done(self, ok: bool, value: Any) -> None:
+        """On the loop: the body (or the failure) to the waiting POST, unless cancelled meanwhile."""
+        if self.cancelled:
+            return
+        if ok:
+            self.conn.inflight.pop(self.id, None)
+            waiter = self.waiter
+            if not waiter.done():
+                waiter.set_result(value)
+            if self.started:
+                telemetry.timed(self.conn, _READ, self.started)
+        else:
+            self.fail(value)
+            if self.started:
+                telemetry.timed(self.conn, _READ, self.started, error_response(None, value, HANDSHAKE)["error"]["code"])
+
+    def cancel(self) -> None:
+        super().cancel()
+        if self.started:
+            telemetry.timed(self.conn, _READ, self.started, "cancelled")
+
+
+def read_http(conn: Connection, msg: dict[str, Any]) -> HttpRead | None:
+    """Start the read ``msg`` asks for; None: nothing done, the general path takes it."""
+    params = msg.get("params")
+    rid = msg.get("id")
+    if type(params) is not dict or "_meta" in params or (type(rid) is not int and type(rid) is not str):
+        return None
+    uri = params.get("uri")
+    inflight = conn.inflight
+    limits = conn.limits
+    if (
+        type(uri) is not str or not uri or len(uri) > limits.max_uri_length
+        or rid in inflight or len(inflight) >= limits.max_inflight or msg.get("jsonrpc") != "2.0"
+        or conn.protocol_version is None or conn.optin.sep_2093 or conn.new_request is not Request
+    ):
+        return None
+    router = conn.app.router
+    handler = router.exact.get(uri)
+    if handler is not None:
+        kwargs = _NO_ARGUMENTS
+    else:
+        match = router.match(uri)
+        if match is None:
+            return None
+        handler, kwargs = match.handler, match.kwargs
+    sig = handler.sig
+    if sig.is_async or sig.context_param is not None:
+        return None
+    dropped = 0
+    if conn.traced and telemetry.ON:  # a span only if sampled (decided here, by the SDK's ratio rule)
+        dropped = telemetry.dropped_root()
+        if not dropped:  # a span is wanted, or the sampler decides in the SDK: the general path
+            return None
+    req = HttpRead(conn, rid, params, uri, handler, kwargs, asyncio.get_running_loop().create_future())
+    if dropped:
+        req.started = _now()
+    try:
+        conn.server.runner.submit(req.run, req.done)
+    except LimitExceeded:  # too many jobs waiting: the general path says so
+        if dropped:
+            telemetry.redraw(dropped)  # its span is decided by the same trace id there
+        return None
+    inflight[rid] = req
+    return req
+
+
+async def answer(req: HttpRead, session: Session, send: Send, sse_ok: bool) -> None:
+    """Wait for the read's answer and send it: one JSON body, as ``exchange`` would."""
+    waiting = session.waiting
+    waiting[req] = [req.id]
+    try:
+        first = await req.waiter
+    finally:
+        del waiting[req]
+    if type(first) is bytes:
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [JSON_TYPE, (b"content-length", b"%d" % len(first))]})
+        await send({"type": "http.response.body", "body": first})
+        return
+    if first is ENDED or first is CANCELLED:
+        await unanswered(send, first, sse_ok)
+        return
+    body = dumps(first)  # an error, answered as the general path answers it
+    await send({"type": "http.response.start", "status": status_of(first, req.conn),
+                "headers": [JSON_TYPE, (b"content-length", b"%d" % len(body))]})
+    await send({"type": "http.response.body", "body": body})
