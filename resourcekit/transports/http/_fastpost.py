@@ -16,12 +16,16 @@ before, and a handler's exception is answered as the general path answers it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import time
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from orjson import dumps
 
 from ... import telemetry
+from ..._runner import QUIET, STALL
 from ...eras import HANDSHAKE, error_response
 from ...errors import LimitExceeded, ResourceNotFound
 from ...methods.reading import read_result
@@ -31,11 +35,13 @@ from ._headers import JSON_TYPE, Send, status_of
 from ._sse import CANCELLED, ENDED
 
 if TYPE_CHECKING:
+    from ..._runner import ThreadRunner
     from ...handler import Handler
     from ...protocol import Connection
-    from ._sessions import Session
 
-__all__ = ["HttpRead", "answer", "read_http"]
+__all__ = ["HttpRead", "Reads", "answered", "read_http"]
+
+log = logging.getLogger("resourcekit")
 
 _READ = "resources/read"
 _NO_ARGUMENTS: dict[str, Any] = {}  # a resource's handler takes none (never changed: only passed on)
@@ -123,17 +129,109 @@ class HttpRead(Request):
             telemetry.timed(self.conn, _READ, self.started, "cancelled")
 
 
-def read_http(conn: Connection, msg: dict[str, Any]) -> HttpRead | None:
-    """Start the read ``msg`` asks for; None: nothing done, the general path takes it."""
-    params = msg.get("params")
+class Reads:
+    """The plain reads of one loop iteration, handed to the workers as one job (``_Batch``).
+
+    A read that blocks must not hold up the others of its batch: every ``STALL`` seconds while
+    batches have reads no worker took, one that took none since the last look is queued again,
+    so that another worker (started if none is idle) goes on with it.
+    """
+
+    __slots__ = ("batch", "checking", "out")
+
+    def __init__(self) -> None:
+        self.batch: _Batch | None = None  # this iteration's, until submitted
+        self.out: list[_Batch] = []  # submitted with several reads: watched until all are taken
+        self.checking = False
+
+    def add(self, req: HttpRead, loop: asyncio.AbstractEventLoop, runner: ThreadRunner) -> None:
+        batch = self.batch
+        if batch is None:
+            batch = self.batch = _Batch(runner)
+            loop.call_soon(self.submit, loop)
+        batch.items.append(req)
+
+    def submit(self, loop: asyncio.AbstractEventLoop) -> None:
+        """On the loop, after the iteration that made the batch: hand it to the workers."""
+        batch = self.batch
+        if batch is None:
+            return
+        self.batch = None
+        try:
+            batch.runner.submit(batch.run, _failed)
+        except LimitExceeded as exc:  # too many jobs waiting: each read says so
+            for req in batch.items:
+                req.done(False, exc)
+            batch.items.clear()
+            return
+        if len(batch.items) > 1:
+            self.out.append(batch)
+            if not self.checking:
+                self.checking = True
+                loop.call_later(STALL, self.check, loop)
+
+    def check(self, loop: asyncio.AbstractEventLoop) -> None:
+        """On the loop, every ``STALL`` seconds while batches have reads no worker took."""
+        out = []
+        for batch in self.out:
+            if batch.items:
+                if batch.taken == batch.seen:  # none taken meanwhile: stuck behind a slow read, or queued
+                    with contextlib.suppress(LimitExceeded):  # too many jobs waiting: look again later
+                        batch.runner.submit(batch.run, _failed)
+                batch.seen = batch.taken
+                out.append(batch)
+        self.out = out
+        if out:
+            loop.call_later(STALL, self.check, loop)
+        else:
+            self.checking = False
+
+
+class _Batch:
+    """Reads for the workers, as one job that may run in several workers at once."""
+
+    __slots__ = ("items", "runner", "seen", "taken")
+
+    def __init__(self, runner: ThreadRunner) -> None:
+        self.runner = runner
+        self.items: deque[HttpRead] = deque()  # reads no worker took yet
+        self.taken = 0  # by any worker: a hint of progress
+        self.seen = -1  # ``taken`` when the loop last looked
+
+    def run(self) -> Any:
+        """In a worker: each read in turn, its outcome delivered to the loop as it ends (the
+        loop is woken once for the outcomes that come while it is busy)."""
+        items, deliver = self.items, self.runner.deliver
+        while True:
+            try:
+                req = items.popleft()
+            except IndexError:  # none left (another worker may have taken the last one)
+                return QUIET
+            self.taken += 1
+            try:
+                value = req.run()
+            except BaseException as exc:  # the loop answers it (Request.fail)
+                deliver(req.done, False, exc)
+            else:
+                deliver(req.done, True, value)
+
+
+def _failed(ok: bool, value: Any) -> None:
+    """A batch job's own outcome, were it ever delivered: it delivers its reads' itself."""
+    if not ok:
+        log.error("a batch of reads failed", exc_info=value)
+
+
+def read_http(conn: Connection, msg: dict[str, Any], params: dict[str, Any], reads: Reads) -> HttpRead | None:
+    """Start the read ``msg`` asks for (its ``params``: a dict without ``_meta``); None: nothing
+    done, the general path takes it."""
     rid = msg.get("id")
-    if type(params) is not dict or "_meta" in params or (type(rid) is not int and type(rid) is not str):
-        return None
     uri = params.get("uri")
     inflight = conn.inflight
     limits = conn.limits
     if (
-        type(uri) is not str or not uri or len(uri) > limits.max_uri_length
+        (type(rid) is not int and type(rid) is not str)
+        or type(uri) is not str or not uri or len(uri) > limits.max_uri_length
         or rid in inflight or len(inflight) >= limits.max_inflight or msg.get("jsonrpc") != "2.0"
         or conn.protocol_version is None or conn.optin.sep_2093 or conn.new_request is not Request
     ):
@@ -155,36 +253,22 @@ def read_http(conn: Connection, msg: dict[str, Any]) -> HttpRead | None:
         dropped = telemetry.dropped_root()
         if not dropped:  # a span is wanted, or the sampler decides in the SDK: the general path
             return None
-    req = HttpRead(conn, rid, params, uri, handler, kwargs, asyncio.get_running_loop().create_future())
+    loop = asyncio.get_running_loop()
+    req = HttpRead(conn, rid, params, uri, handler, kwargs, loop.create_future())
     if dropped:
         req.started = _now()
-    try:
-        conn.server.runner.submit(req.run, req.done)
-    except LimitExceeded:  # too many jobs waiting: the general path says so
-        if dropped:
-            telemetry.redraw(dropped)  # its span is decided by the same trace id there
-        return None
+    reads.add(req, loop, conn.server.runner)
     inflight[rid] = req
     return req
 
 
-async def answer(req: HttpRead, session: Session, send: Send, sse_ok: bool) -> None:
-    """Wait for the read's answer and send it: one JSON body, as ``exchange`` would."""
-    waiting = session.waiting
-    waiting[req] = [req.id]
-    try:
-        first = await req.waiter
-    finally:
-        del waiting[req]
-    if type(first) is bytes:
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [JSON_TYPE, (b"content-length", b"%d" % len(first))]})
-        await send({"type": "http.response.body", "body": first})
+async def answered(req: HttpRead, answer: Any, send: Send, sse_ok: bool) -> None:
+    """Send what a read got instead of its body (``post`` sends that): nothing (cancelled), a
+    404 (its session ended), or an error, as ``exchange`` would."""
+    if answer is ENDED or answer is CANCELLED:
+        await unanswered(send, answer, sse_ok)
         return
-    if first is ENDED or first is CANCELLED:
-        await unanswered(send, first, sse_ok)
-        return
-    body = dumps(first)  # an error, answered as the general path answers it
-    await send({"type": "http.response.start", "status": status_of(first, req.conn),
+    body = dumps(answer)
+    await send({"type": "http.response.start", "status": status_of(answer, req.conn),
                 "headers": [JSON_TYPE, (b"content-length", b"%d" % len(body))]})
     await send({"type": "http.response.body", "body": body})
