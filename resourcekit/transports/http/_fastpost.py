@@ -30,6 +30,7 @@ from ...eras import HANDSHAKE, error_response
 from ...errors import LimitExceeded, ResourceNotFound
 from ...methods.reading import read_result
 from ...request import Request
+from ...versions import META_VERSION
 from ._exchange import unanswered
 from ._headers import JSON_TYPE, Send, status_of
 from ._sse import CANCELLED, ENDED
@@ -46,6 +47,11 @@ log = logging.getLogger("resourcekit")
 _READ = "resources/read"
 _NO_ARGUMENTS: dict[str, Any] = {}  # a resource's handler takes none (never changed: only passed on)
 _now = time.perf_counter
+# the encoded result of a short text, by (URI, the handler's mimeType, text): equal texts have equal
+# versions, so a read of one seen before only records its version (as read_result does) and copies it
+_SHORT = 256  # characters
+_RESULTS: dict[tuple[str, str | None, str], tuple[str, bytes]] = {}
+_RESULTS_MAX = 2048  # the table starts over when full (1 MB at most)
 
 
 class HttpRead(Request):
@@ -99,13 +105,31 @@ class HttpRead(Request):
         """In a worker: the handler's value, as the whole response body."""
         if self.cancelled:
             return None  # cancelled while it waited for a worker: nobody wants it
-        handler = self.handler
+        handler, uri = self.handler, self.uri
         try:
             value = handler.fn(**self.kwargs)
         except ResourceNotFound:
-            self.conn.app.router.forget(self.uri)  # no cache slot for what is not there
+            self.conn.app.router.forget(uri)  # no cache slot for what is not there
             raise
-        return dumps({"jsonrpc": "2.0", "id": self.id, "result": read_result(self, handler, self.uri, value)})
+        if type(value) is str and len(value) <= _SHORT:  # the most common read: its result was encoded before
+            key = (uri, handler.mime_type, value)
+            known = _RESULTS.get(key)
+            if known is None:
+                result = read_result(self, handler, uri, value)
+                known = (result["contents"][0]["_meta"][META_VERSION], dumps(result))
+                if len(_RESULTS) >= _RESULTS_MAX:
+                    _RESULTS.clear()
+                _RESULTS[key] = known
+            else:  # what read_result records of a read (the version served, where a subscription starts)
+                version = known[0]
+                conn = self.conn
+                conn.app.tracker.observe(uri, version)
+                seen = conn.seen
+                if len(seen) >= conn.seen_max and uri not in seen:
+                    seen.clear()
+                seen[uri] = version
+            return b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (dumps(self.id), known[1])
+        return dumps({"jsonrpc": "2.0", "id": self.id, "result": read_result(self, handler, uri, value)})
 
     def done(self, ok: bool, value: Any) -> None:
         """On the loop: the body (or the failure) to the waiting POST, unless cancelled meanwhile."""
@@ -188,20 +212,23 @@ class Reads:
 
 
 class _Batch:
-    """Reads for the workers, as one job that may run in several workers at once."""
+    """Reads for the workers, as one job that may run in several workers at once; their
+    outcomes go back to the loop together (``flush``), as they come."""
 
-    __slots__ = ("items", "runner", "seen", "taken")
+    __slots__ = ("flushing", "items", "results", "runner", "seen", "taken")
 
     def __init__(self, runner: ThreadRunner) -> None:
         self.runner = runner
         self.items: deque[HttpRead] = deque()  # reads no worker took yet
+        self.results: deque[tuple[HttpRead, bool, Any]] = deque()  # outcomes the loop has not seen
+        self.flushing = False  # a flush is on its way to the loop
         self.taken = 0  # by any worker: a hint of progress
         self.seen = -1  # ``taken`` when the loop last looked
 
     def run(self) -> Any:
-        """In a worker: each read in turn, its outcome delivered to the loop as it ends (the
-        loop is woken once for the outcomes that come while it is busy)."""
-        items, deliver = self.items, self.runner.deliver
+        """In a worker: each read in turn, its outcome handed to the loop as it ends (one wake-up
+        for the outcomes that come while the loop is busy)."""
+        items, results = self.items, self.results
         while True:
             try:
                 req = items.popleft()
@@ -209,11 +236,27 @@ class _Batch:
                 return QUIET
             self.taken += 1
             try:
-                value = req.run()
+                results.append((req, True, req.run()))
             except BaseException as exc:  # the loop answers it (Request.fail)
-                deliver(req.done, False, exc)
+                results.append((req, False, exc))
+            if not self.flushing:
+                self.flushing = True
+                self.runner.deliver(self.flush, True, None)
+
+    def flush(self, _ok: bool, _value: Any) -> None:
+        """On the loop: answer the reads that ended (``HttpRead.done``, inlined for a body)."""
+        self.flushing = False  # before taking them: an outcome added from now on brings another flush
+        results = self.results
+        while results:
+            req, ok, value = results.popleft()
+            if ok and not req.started:
+                if not req.cancelled:
+                    req.conn.inflight.pop(req.id, None)
+                    waiter = req.waiter
+                    if not waiter.done():
+                        waiter.set_result(value)
             else:
-                deliver(req.done, True, value)
+                req.done(ok, value)
 
 
 def _failed(ok: bool, value: Any) -> None:
