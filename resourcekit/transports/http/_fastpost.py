@@ -20,6 +20,7 @@ import contextlib
 import logging
 import time
 from collections import deque
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from orjson import dumps
@@ -72,16 +73,18 @@ class HttpRead(Request):
     principal = None
     meta: dict[str, Any] = {}  # never changed: no Context sees it
 
+    # the session's, read when asked (nothing on this path asks)
+    version = property(attrgetter("conn.protocol_version"))
+    log_level = property(attrgetter("conn.log_level"))
+    optin = property(attrgetter("conn.optin"))
+
     def __init__(self, conn: Connection, rid: Any, params: dict[str, Any], uri: str, handler: Handler,
                  kwargs: dict[str, Any], waiter: asyncio.Future[Any]) -> None:
         # Request.__init__ for this case (no _meta, the session's era), without its branches
         self.conn = conn
         self.id = rid
         self.params = params
-        self.version = conn.protocol_version
-        self.log_level = conn.log_level
         self.cancelled = False
-        self.optin = conn.optin
         self.uri = uri
         self.handler = handler
         self.kwargs = kwargs
@@ -168,10 +171,10 @@ class Reads:
         self.out: list[_Batch] = []  # submitted with several reads: watched until all are taken
         self.checking = False
 
-    def add(self, req: HttpRead, loop: asyncio.AbstractEventLoop, runner: ThreadRunner) -> None:
+    def add(self, req: HttpRead, loop: asyncio.AbstractEventLoop) -> None:
         batch = self.batch
         if batch is None:
-            batch = self.batch = _Batch(runner)
+            batch = self.batch = _Batch(req.conn.server.runner)
             loop.call_soon(self.submit, loop)
         batch.items.append(req)
 
@@ -300,7 +303,7 @@ def read_http(conn: Connection, msg: dict[str, Any], params: dict[str, Any], rea
     req = HttpRead(conn, rid, params, uri, handler, kwargs, loop.create_future())
     if dropped:
         req.started = _now()
-    reads.add(req, loop, conn.server.runner)
+    reads.add(req, loop)
     inflight[rid] = req
     return req
 
