@@ -20,6 +20,7 @@ from resourcekit import App, Blob, ResourceNotFound
 from resourcekit.protocol import Server
 from resourcekit.transports.http import ASGIApp
 from resourcekit.transports.http._fastpost import HttpRead
+from tests.helpers import APPS
 from tests.http_server import http_server_process
 
 pytestmark = pytest.mark.anyio
@@ -240,3 +241,26 @@ def test_concurrent_keep_alive_clients_get_their_own_answers(served: str) -> Non
     with ThreadPoolExecutor(8) as pool:
         for k, got in enumerate(pool.map(client, range(8))):
             assert got == [(k * 1000 + i, f"item {k * 1000 + i}" if i % 2 else "hello") for i in range(40)]
+
+
+def test_sampled_out_http_reads_record_durations_and_sampled_ones_get_spans(tmp_path: Path) -> None:
+    spans_file = tmp_path / "spans.jsonl"
+    extra = {"SPANS_FILE": str(spans_file), "SAMPLE_RATIO": "0.5", "METRICS": "1"}
+    headers = {"content-type": "application/json", "accept": JSON_AND_SSE}
+    with http_server_process(APPS / "traced_app.py", extra_env=extra) as url, httpx.Client(timeout=10) as http:
+        init = http.post(url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT},
+                         headers=headers)
+        headers["mcp-session-id"] = init.headers["mcp-session-id"]
+
+        def read(rid: int, uri: str) -> dict[str, Any]:
+            body = {"jsonrpc": "2.0", "id": rid, "method": "resources/read", "params": {"uri": uri}}
+            return dict(http.post(url, json=body, headers=headers).json())
+
+        assert all("result" in read(rid, "note://a") for rid in range(1, 401))
+        assert all(read(rid, "note://boom")["error"]["code"] == -32603 for rid in range(500, 504))
+        counts = orjson.loads(read(600, "metrics://operations")["result"]["contents"][0]["text"])
+    found = [orjson.loads(line) for line in spans_file.read_text().splitlines()] if spans_file.exists() else []
+    reads = [s for s in found if s["name"] == "resources/read" and s["attributes"]["mcp.resource.uri"] == "note://a"]
+    assert 140 <= len(reads) <= 260, len(reads)  # binomial(400, 0.5): sd 10
+    # every read has its duration: with a span (sampled) or without (the short path)
+    assert counts.get("resources/read", 0) >= 400 and counts["resources/read/-32603"] == 4, counts
