@@ -1,16 +1,19 @@
 """A session's ``resources/read`` of a sync handler over HTTP, in as few steps as the answer allows.
 
 The most frequent POST of a handshake-era session: a read without ``_meta``, no extension that
-changes the result, no ``auth`` hook, no access log or span, a sync handler without a ``Context``,
-a client that takes JSON.  ``post`` hands such a body here once the session is found; this
-checks what the general path would check (an id, a URI within the limit, an id not in flight,
-room for one more in flight, a match) and hands the read to a worker, which calls the handler
-and encodes the whole response body; the loop is woken once for the replies of many reads
-(``ThreadRunner``) and only sends the bytes it is given.  The read waits in
-``Session.waiting`` as a POST of the general path does, so cancellation
-(``notifications/cancelled``), the end of the session, the in-flight cap and ids behave as there;
-anything else (and every failure of these checks) goes the general way, answered exactly as
-before, and a handler's exception is answered as the general path answers it.
+changes the result, no ``auth`` hook, no Redis, no access log or span, a sync handler without a
+``Context``, a client that takes JSON.  ``post`` hands such a body here once the session is
+found; this checks what the general path would check (an id, a URI within the limit, an id not
+in flight, room for one more in flight, a match) and adds the read to the batch of this loop
+iteration.  One worker job runs the batch (the handlers still run off the loop): each read's
+whole response body is encoded there (a short text's encoded result is remembered by URI,
+mimeType and text), and the outcomes go back to the loop in one wake-up, which only hands each
+POST its bytes.  A read that blocks holds up no other: the loop queues a batch again when none of
+its reads was taken for ``STALL`` seconds.  A cancelled read (``notifications/cancelled``, the
+end of its session) wakes its POST with what ``exchange`` would be woken with, so cancellation,
+the in-flight cap and ids behave as there; anything else (and every failure of these checks)
+goes the general way, answered exactly as before, and a handler's exception is answered as the
+general path answers it.
 """
 
 from __future__ import annotations
@@ -58,8 +61,8 @@ _RESULTS_MAX = 2048  # the table starts over when full (1 MB at most)
 class HttpRead(Request):
     """A read in flight whose worker makes the whole response body (see the module).
 
-    It waits in ``Session.waiting`` like an ``Inbox``: ``put`` (``notifications/cancelled``,
-    the session's end) and ``items`` (an answer is there already).
+    Cancelled (``notifications/cancelled``, or the session's end), it wakes its POST at once
+    with what ``exchange`` would have been woken with.
     """
 
     __slots__ = ("handler", "kwargs", "started", "uri", "waiter")
@@ -96,13 +99,6 @@ class HttpRead(Request):
         waiter = self.waiter
         if not waiter.done():
             waiter.set_result(message)
-
-    put = reply  # as an Inbox in Session.waiting
-
-    @property
-    def items(self) -> bool:
-        """An answer is there already (``Session.wake_cancelled`` leaves it be)."""
-        return self.waiter.done()
 
     def run(self) -> bytes | None:
         """In a worker: the handler's value, as the whole response body."""
@@ -151,7 +147,9 @@ class HttpRead(Request):
                 telemetry.timed(self.conn, _READ, self.started, error_response(None, value, HANDSHAKE)["error"]["code"])
 
     def cancel(self) -> None:
+        """``notifications/cancelled`` (the POST gets no answer), or the end of the session (404)."""
         super().cancel()
+        self.reply(ENDED if self.conn.closed else CANCELLED)
         if self.started:
             telemetry.timed(self.conn, _READ, self.started, "cancelled")
 

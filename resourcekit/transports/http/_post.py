@@ -92,12 +92,7 @@ async def post(endpoint: ASGIApp, scope: Scope, receive: Receive, send: Send, mo
                     if read is None:
                         await exchange(conn, message, receive, out, accepted, endpoint.streams, session=session)
                         return
-                    waiting = session.waiting  # where a cancellation or the session's end finds it
-                    waiting[read] = [read.id]
-                    try:
-                        answer = await read.waiter
-                    finally:
-                        del waiting[read]
+                    answer = await read.waiter
                     if type(answer) is bytes:  # the response body, encoded by the worker
                         await out({"type": "http.response.start", "status": 200,
                                    "headers": [JSON_TYPE, (b"content-length", b"%d" % len(answer))]})

@@ -16,7 +16,7 @@ import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from ... import telemetry
 from ...protocol import Connection
@@ -24,15 +24,6 @@ from ._headers import HTTPError, is_digits
 from ._sse import CANCELLED, ENDED, Inbox, Replay, Stream
 
 log = logging.getLogger("resourcekit")
-
-
-class Waiting(Protocol):
-    """A POST waiting for its answer: an ``Inbox``, or a fast read (``_fastpost.HttpRead``)."""
-
-    @property
-    def items(self) -> object: ...  # true once an answer is there
-
-    def put(self, message: Any) -> None: ...
 
 
 class Session:
@@ -56,7 +47,7 @@ class Session:
         self.opened: float | None = None  # when it opened, while telemetry is on
         # messages waiting for a GET stream: coalesced like a stream's, the oldest dropped past the limit
         self.outbox = self._outbox()
-        self.waiting: dict[Waiting, list[Any]] = {}  # POSTs awaiting answers -> their request ids
+        self.waiting: dict[Inbox, list[Any]] = {}  # POSTs awaiting answers -> their request ids
 
     @property
     def streams(self) -> dict[bytes, Stream]:
