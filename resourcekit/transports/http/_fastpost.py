@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ..._runner import ThreadRunner
     from ...handler import Handler
     from ...protocol import Connection
+    from ...tracking import Tracker
 
 __all__ = ["HttpRead", "Reads", "answered", "read_http"]
 
@@ -100,13 +101,13 @@ class HttpRead(Request):
         if not waiter.done():
             waiter.set_result(message)
 
-    def run(self) -> bytes | None:
-        """In a worker: the handler's value, as the whole response body."""
+    def run(self, tracker: Tracker) -> bytes | None:
+        """In a worker: the handler's value, as the whole response body (``tracker``: the app's)."""
         if self.cancelled:
             return None  # cancelled while it waited for a worker: nobody wants it
-        handler, uri = self.handler, self.uri
+        handler, uri, kwargs = self.handler, self.uri, self.kwargs
         try:
-            value = handler.fn(**self.kwargs)
+            value = handler.fn(**kwargs) if kwargs else handler.fn()
         except ResourceNotFound:
             self.conn.app.router.forget(uri)  # no cache slot for what is not there
             raise
@@ -122,7 +123,7 @@ class HttpRead(Request):
             else:  # what read_result records of a read (the version served, where a subscription starts)
                 version = known[0]
                 conn = self.conn
-                conn.app.tracker.observe(uri, version)
+                tracker.observe(uri, version)
                 seen = conn.seen
                 if len(seen) >= conn.seen_max and uri not in seen:
                     seen.clear()
@@ -172,7 +173,7 @@ class Reads:
     def add(self, req: HttpRead, loop: asyncio.AbstractEventLoop) -> None:
         batch = self.batch
         if batch is None:
-            batch = self.batch = _Batch(req.conn.server.runner)
+            batch = self.batch = _Batch(req.conn.server.runner, req.conn.app.tracker)
             loop.call_soon(self.submit, loop)
         batch.items.append(req)
 
@@ -216,10 +217,11 @@ class _Batch:
     """Reads for the workers, as one job that may run in several workers at once; their
     outcomes go back to the loop together (``flush``), as they come."""
 
-    __slots__ = ("flushing", "items", "results", "runner", "seen", "taken")
+    __slots__ = ("flushing", "items", "results", "runner", "seen", "taken", "tracker")
 
-    def __init__(self, runner: ThreadRunner) -> None:
+    def __init__(self, runner: ThreadRunner, tracker: Tracker) -> None:
         self.runner = runner
+        self.tracker = tracker
         self.items: deque[HttpRead] = deque()  # reads no worker took yet
         self.results: deque[tuple[HttpRead, bool, Any]] = deque()  # outcomes the loop has not seen
         self.flushing = False  # a flush is on its way to the loop
@@ -229,7 +231,7 @@ class _Batch:
     def run(self) -> Any:
         """In a worker: each read in turn, its outcome handed to the loop as it ends (one wake-up
         for the outcomes that come while the loop is busy)."""
-        items, results = self.items, self.results
+        items, results, tracker = self.items, self.results, self.tracker
         while True:
             try:
                 req = items.popleft()
@@ -237,7 +239,7 @@ class _Batch:
                 return QUIET
             self.taken += 1
             try:
-                results.append((req, True, req.run()))
+                results.append((req, True, req.run(tracker)))
             except BaseException as exc:  # the loop answers it (Request.fail)
                 results.append((req, False, exc))
             if not self.flushing:
