@@ -200,7 +200,8 @@ class Reads:
         """On the loop, every ``STALL`` seconds while batches have reads no worker took."""
         out = []
         for batch in self.out:
-            if batch.items:
+            # reads left that someone waits for (once the server closed, every one was cancelled)
+            if any(not req.cancelled for req in list(batch.items)):
                 if batch.taken == batch.seen:  # none taken meanwhile: stuck behind a slow read, or queued
                     with contextlib.suppress(LimitExceeded):  # too many jobs waiting: look again later
                         batch.runner.submit(batch.run, _failed)
