@@ -1,8 +1,9 @@
 """``ASGIApp``: the MCP endpoint as a plain ASGI application.
 
-Routes each request through the gate, then POST to ``_post.post`` (which hands it to the
-exchange: statelessly for 2026-07-28, else within a session), GET to a session's event stream,
-DELETE to the end of a session."""
+Every request enters ``_post.post`` (``ASGIApp.__call__``): a POST to the endpoint is served
+there, through the gate to the exchange (statelessly for 2026-07-28, else within a session; a
+session's plain read by ``_fastpost``); anything else comes to ``route``: GET to a session's
+event stream, DELETE to the end of a session, health, metadata, lifespan."""
 
 from __future__ import annotations
 
