@@ -52,6 +52,7 @@ log = logging.getLogger("resourcekit")
 _READ = "resources/read"
 _NO_ARGUMENTS: dict[str, Any] = {}  # a resource's handler takes none (never changed: only passed on)
 _now = time.perf_counter
+_bare = object.__new__
 # the encoded result of a short text, by (URI, the handler's mimeType, text): equal texts have equal
 # versions, so a read of one seen before only records its version (as read_result does) and copies it
 _SHORT = 256  # characters
@@ -84,7 +85,8 @@ class HttpRead(Request):
 
     def __init__(self, conn: Connection, rid: Any, params: dict[str, Any], uri: str, handler: Handler,
                  kwargs: dict[str, Any], waiter: asyncio.Future[Any]) -> None:
-        # Request.__init__ for this case (no _meta, the session's era), without its branches
+        # Request.__init__ for this case (no _meta, the session's era), without its branches;
+        # read_http sets the same fields on a bare instance (no __init__ call per read)
         self.conn = conn
         self.id = rid
         self.params = params
@@ -301,9 +303,16 @@ def read_http(conn: Connection, msg: dict[str, Any], params: dict[str, Any], rea
         if not dropped:  # a span is wanted, or the sampler decides in the SDK: the general path
             return None
     loop = asyncio.get_running_loop()
-    req = HttpRead(conn, rid, params, uri, handler, kwargs, loop.create_future())
-    if dropped:
-        req.started = _now()
+    req = _bare(HttpRead)  # HttpRead.__init__, inlined
+    req.conn = conn
+    req.id = rid
+    req.params = params
+    req.cancelled = False
+    req.uri = uri
+    req.handler = handler
+    req.kwargs = kwargs
+    req.waiter = loop.create_future()
+    req.started = _now() if dropped else 0.0
     reads.add(req, loop)
     inflight[rid] = req
     return req
