@@ -53,6 +53,7 @@ _READ = "resources/read"
 _NO_ARGUMENTS: dict[str, Any] = {}  # a resource's handler takes none (never changed: only passed on)
 _now = time.perf_counter
 _bare = object.__new__
+Response = tuple[dict[str, Any], dict[str, Any]]  # http.response.start, http.response.body
 # the encoded result of a short text, by (URI, the handler's mimeType, text): equal texts have equal
 # versions, so a read of one seen before only records its version (as read_result does) and copies it
 _SHORT = 256  # characters
@@ -103,8 +104,8 @@ class HttpRead(Request):
         if not waiter.done():
             waiter.set_result(message)
 
-    def run(self, tracker: Tracker) -> bytes | None:
-        """In a worker: the handler's value, as the whole response body (``tracker``: the app's)."""
+    def run(self, tracker: Tracker) -> Response | None:
+        """In a worker: the handler's value, as the whole response (``tracker``: the app's)."""
         if self.cancelled:
             return None  # cancelled while it waited for a worker: nobody wants it
         handler, uri, kwargs = self.handler, self.uri, self.kwargs
@@ -130,8 +131,13 @@ class HttpRead(Request):
                 if len(seen) >= conn.seen_max and uri not in seen:
                     seen.clear()
                 seen[uri] = version
-            return b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (dumps(self.id), known[1])
-        return dumps({"jsonrpc": "2.0", "id": self.id, "result": read_result(self, handler, uri, value)})
+            body = b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (dumps(self.id), known[1])
+        else:
+            body = dumps({"jsonrpc": "2.0", "id": self.id, "result": read_result(self, handler, uri, value)})
+        # the two ASGI messages of the response, made here: the loop only sends them
+        return ({"type": "http.response.start", "status": 200,
+                 "headers": [JSON_TYPE, (b"content-length", b"%d" % len(body))]},
+                {"type": "http.response.body", "body": body})
 
     def done(self, ok: bool, value: Any) -> None:
         """On the loop: the body (or the failure) to the waiting POST, unless cancelled meanwhile."""

@@ -22,7 +22,6 @@ from ._exchange import exchange
 from ._fastpost import answered, read_http
 from ._headers import (
     HANDSHAKE_HEADERS,
-    JSON_TYPE,
     MODERN_HEADERS,
     SESSION_HEADER,
     VERSION_HEADER,
@@ -93,10 +92,9 @@ async def post(endpoint: ASGIApp, scope: Scope, receive: Receive, send: Send, mo
                         await exchange(conn, message, receive, out, accepted, endpoint.streams, session=session)
                         return
                     answer = await read.waiter
-                    if type(answer) is bytes:  # the response body, encoded by the worker
-                        await out({"type": "http.response.start", "status": 200,
-                                   "headers": [JSON_TYPE, (b"content-length", b"%d" % len(answer))]})
-                        await out({"type": "http.response.body", "body": answer})
+                    if type(answer) is tuple:  # the response, made by the worker
+                        await out(answer[0])
+                        await out(answer[1])
                     else:
                         await answered(read, answer, out, accepted[1])
                     return
