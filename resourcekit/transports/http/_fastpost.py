@@ -6,9 +6,9 @@ changes the result, no ``auth`` hook, no Redis, no access log or span, a sync ha
 found; this checks what the general path would check (an id, a URI within the limit, an id not
 in flight, room for one more in flight, a match) and adds the read to the batch of this loop
 iteration.  One worker job runs the batch (the handlers still run off the loop): each read's
-whole response body is encoded there (a short text's encoded result is remembered by URI,
-mimeType and text), and the outcomes go back to the loop in one wake-up, which only hands each
-POST its bytes.  A read that blocks holds up no other: the loop queues a batch again when none of
+whole response body is encoded there (a short text's encoded result is remembered by handler,
+URI and text), and the outcomes go back to the loop in one wake-up, which only hands each
+POST its response.  A read that blocks holds up no other: the loop queues a batch again when none of
 its reads was taken for ``STALL`` seconds.  A cancelled read (``notifications/cancelled``, the
 end of its session) wakes its POST with what ``exchange`` would be woken with, so cancellation,
 the in-flight cap and ids behave as there; anything else (and every failure of these checks)
@@ -54,10 +54,10 @@ _NO_ARGUMENTS: dict[str, Any] = {}  # a resource's handler takes none (never cha
 _now = time.perf_counter
 _bare = object.__new__
 Response = tuple[dict[str, Any], dict[str, Any]]  # http.response.start, http.response.body
-# the encoded result of a short text, by (URI, the handler's mimeType, text): equal texts have equal
-# versions, so a read of one seen before only records its version (as read_result does) and copies it
+# the encoded result of a short text, by (handler, URI, text): equal texts have equal versions, so a
+# read of one seen before only records its version (as read_result does) and copies it
 _SHORT = 256  # characters
-_RESULTS: dict[tuple[str, str | None, str], tuple[str, bytes]] = {}
+_RESULTS: dict[tuple[Handler, str, str], tuple[str, bytes]] = {}
 _RESULTS_MAX = 2048  # the table starts over when full (1 MB at most)
 
 
@@ -115,7 +115,7 @@ class HttpRead(Request):
             self.conn.app.router.forget(uri)  # no cache slot for what is not there
             raise
         if type(value) is str and len(value) <= _SHORT:  # the most common read: its result was encoded before
-            key = (uri, handler.mime_type, value)
+            key = (handler, uri, value)
             known = _RESULTS.get(key)
             if known is None:
                 result = read_result(self, handler, uri, value)
