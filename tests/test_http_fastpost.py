@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+import uvicorn
 
 from resourcekit import App, Blob, ResourceNotFound
 from resourcekit.protocol import Server
@@ -264,3 +265,10 @@ def test_sampled_out_http_reads_record_durations_and_sampled_ones_get_spans(tmp_
     assert 140 <= len(reads) <= 260, len(reads)  # binomial(400, 0.5): sd 10
     # every read has its duration: with a span (sampled) or without (the short path)
     assert counts.get("resources/read", 0) >= 400 and counts["resources/read/-32603"] == 4, counts
+
+
+def test_the_app_is_still_an_asgi3_coroutine_callable() -> None:
+    asgi = ASGIApp(demo_app())
+    config = uvicorn.Config(asgi)  # what `uvicorn module:app` makes of it: __call__ is the POST coroutine
+    config.load()
+    assert config.interface == "asgi3" and asyncio.iscoroutinefunction(asgi.__call__)
