@@ -90,7 +90,7 @@ async def exchange(
         if first is None:
             return  # the client went away (the request is cancelled below)
         if first is CANCELLED or first is ENDED:
-            await _unanswered(send, first, sse_ok)
+            await unanswered(send, first, sse_ok)
             return
         if type(first) is dict and "result" in first and "id" in first:  # the common answer: 200, one JSON body
             status = 200
@@ -190,7 +190,7 @@ def _overflowed(conn: Connection, pump: asyncio.Future[None]) -> None:
     conn.close()  # ends the listen request and its subscriptions
 
 
-async def _unanswered(send: Send, why: Any, sse_ok: bool) -> None:
+async def unanswered(send: Send, why: Any, sse_ok: bool) -> None:
     """The request will get no answer: its session ended, or the client cancelled it."""
     if why is ENDED:
         raise HTTPError(404, "Session terminated: initialize again")

@@ -8,6 +8,8 @@ in, and the Host/Origin verdict is cached per distinct header values (``ASGIApp.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -17,6 +19,7 @@ from ...errors import InvalidRequest, MCPError, ParseError
 from ...protocol import error_response
 from ...versions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION
 from ._exchange import exchange
+from ._fastpost import answered, read_http
 from ._headers import (
     HANDSHAKE_HEADERS,
     MODERN_HEADERS,
@@ -29,66 +32,113 @@ from ._headers import (
     Send,
     check_length,
     check_modern_headers,
+    error_body,
     post_accepts,
     read_rest,
+    respond,
     respond_json,
 )
 
 if TYPE_CHECKING:
     from .asgi import ASGIApp
 
-__all__ = ["post"]
+__all__ = ["post", "refuse"]
+
+log = logging.getLogger("resourcekit")
 
 
-async def post(endpoint: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
-    """Serve one POST to the endpoint (refusals raise ``HTTPError``)."""
-    headers = RequestHeaders(scope.get("headers", ()))
-    send = endpoint.admit(scope, headers, send)
-    endpoint.check_open()
-    authorize = endpoint.authorize
-    principal = None if authorize is None else await authorize(headers, scope)
-    accepted = post_accepts(headers.get(b"content-type"), headers.get(b"accept"))
-    limit = endpoint.limits.max_message_size
-    check_length(headers.get(b"content-length"), limit)
-    first = await receive()
-    body = first.get("body", b"")
-    if first.get("more_body") or first["type"] != "http.request" or len(body) > limit:
-        body = await read_rest(first, receive, limit)
+async def post(endpoint: ASGIApp, scope: Scope, receive: Receive, send: Send, mounted: bool = False) -> None:
+    """``ASGIApp.__call__``: a POST to the endpoint is served here, down to the exchange (or to
+    the answer of a plain read, ``_fastpost``); any other request goes to ``ASGIApp.route``.
+    ``mounted``: a POST that ``route`` found (the app is mounted under a root path)."""
+    if not mounted and (scope["type"] != "http" or scope.get("method") != "POST" or scope.get("path") != endpoint.path
+                        or scope.get("root_path")):
+        await endpoint.route(scope, receive, send)
+        return
     try:
-        message = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        await respond_json(send, 400, error_response(None, ParseError(f"Parse error: {exc}")))
-        return
-    version = headers.get(VERSION_HEADER)
-    if type(message) is dict:
-        params = message.get("params")
-        meta = params.get("_meta") if type(params) is dict else None
-        if version in MODERN_HEADERS or (type(meta) is dict and META_PROTOCOL_VERSION in meta):  # 2026-07-28
-            await _post_modern(endpoint, message, headers, receive, send, accepted, principal)
+        headers = RequestHeaders(scope.get("headers", ()))
+        out = endpoint.admit(scope, headers, send)  # ``send``, with CORS headers for an allowed origin
+        if endpoint.closed:
+            endpoint.check_open()  # 503
+        authorize = endpoint.authorize
+        principal = None if authorize is None else await authorize(headers, scope)
+        accepted = post_accepts(headers.get(b"content-type"), headers.get(b"accept"))
+        limit = endpoint.limits.max_message_size
+        declared = headers.get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            check_length(declared, limit)  # 400 or 413
+        first = await receive()
+        body = first.get("body", b"")
+        if first.get("more_body") or first["type"] != "http.request" or len(body) > limit:
+            body = await read_rest(first, receive, limit)
+        try:
+            message = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            await respond_json(out, 400, error_response(None, ParseError(f"Parse error: {exc}")))
             return
-        if message.get("method") == "initialize" and "id" in message:
-            await _initialize(endpoint, message, receive, send, accepted, principal)
+        version = headers.get(VERSION_HEADER)
+        if type(message) is dict:
+            params = message.get("params")
+            if (message.get("method") == "resources/read" and type(params) is dict and "_meta" not in params
+                    and (version is None or version in HANDSHAKE_HEADERS) and principal is None and accepted[0]
+                    and endpoint.shared is None):  # a session's plain read: its own short way (_fastpost)
+                sid = headers.get(SESSION_HEADER)
+                if sid:
+                    session = endpoint.sessions.lookup(sid.decode("latin-1"))
+                    conn = session.conn
+                    assert conn is not None
+                    read = read_http(conn, message, params, endpoint.reads)  # a sync handler's: to a worker
+                    if read is None:
+                        await exchange(conn, message, receive, out, accepted, endpoint.streams, session=session)
+                        return
+                    answer = await read.waiter
+                    if type(answer) is tuple:  # the response, made by the worker
+                        await out(answer[0])
+                        await out(answer[1])
+                    else:
+                        await answered(read, answer, out, accepted[1])
+                    return
+            meta = params.get("_meta") if type(params) is dict else None
+            if version in MODERN_HEADERS or (type(meta) is dict and META_PROTOCOL_VERSION in meta):  # 2026-07-28
+                await _post_modern(endpoint, message, headers, receive, out, accepted, principal)
+                return
+            if message.get("method") == "initialize" and "id" in message:
+                await _initialize(endpoint, message, receive, out, accepted, principal)
+                return
+        elif version in MODERN_HEADERS:
+            await _post_modern(endpoint, message, headers, receive, out, accepted, principal)
             return
-    elif version in MODERN_HEADERS:
-        await _post_modern(endpoint, message, headers, receive, send, accepted, principal)
+        sid = headers.get(SESSION_HEADER)
+        if not sid:
+            await respond_json(out, 400, error_response(None, InvalidRequest(
+                "Bad Request: Mcp-Session-Id header is required (initialize first, or send a "
+                f"2026-07-28 request with _meta['{META_PROTOCOL_VERSION}'])")))
+            return
+        shared = endpoint.shared
+        session = endpoint.sessions.lookup(sid.decode("latin-1"), principal) if shared is None else \
+            await shared.find(sid.decode("latin-1"), principal, endpoint.server.connect)
+        if version is not None and version not in HANDSHAKE_HEADERS:
+            await respond_json(out, 400, error_response(None, InvalidRequest(
+                f"Bad Request: unsupported MCP-Protocol-Version {version.decode('latin-1')!r}",
+                {"supported": list(HANDSHAKE_VERSIONS)})))
+            return
+        assert session.conn is not None
+        if shared is not None:
+            out = shared.prepare(session, message, out)
+        await exchange(session.conn, message, receive, out, accepted, endpoint.streams, session=session,
+                       principal=principal)
+    except Exception as exc:
+        await refuse(scope, send, exc)
+
+
+async def refuse(scope: Scope, send: Send, exc: Exception) -> None:
+    """The answer to a request that raised: its ``HTTPError``'s status, else 500 (and a log entry)."""
+    if isinstance(exc, HTTPError):
+        await respond(send, exc.status, error_body(exc.status, exc.message), exc.headers)
         return
-    sid = headers.get(SESSION_HEADER)
-    if not sid:
-        await respond_json(send, 400, error_response(None, InvalidRequest(
-            "Bad Request: Mcp-Session-Id header is required (initialize first, or send a "
-            f"2026-07-28 request with _meta['{META_PROTOCOL_VERSION}'])")))
-        return
-    session = await endpoint.session_of(sid.decode("latin-1"), principal)
-    if version is not None and version not in HANDSHAKE_HEADERS:
-        await respond_json(send, 400, error_response(None, InvalidRequest(
-            f"Bad Request: unsupported MCP-Protocol-Version {version.decode('latin-1')!r}",
-            {"supported": list(HANDSHAKE_VERSIONS)})))
-        return
-    assert session.conn is not None
-    if endpoint.shared is not None:
-        send = endpoint.shared.prepare(session, message, send)
-    await exchange(session.conn, message, receive, send, accepted, endpoint.streams, session=session,
-                   principal=principal)
+    log.error("error serving %s %s", scope.get("method"), scope.get("path"), exc_info=exc)
+    with contextlib.suppress(Exception):  # the response may have started already
+        await respond(send, 500, error_body(500, "Internal error"))
 
 
 async def _post_modern(endpoint: ASGIApp, message: Any, headers: RequestHeaders, receive: Receive, send: Send,

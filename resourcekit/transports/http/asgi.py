@@ -1,8 +1,9 @@
 """``ASGIApp``: the MCP endpoint as a plain ASGI application.
 
-Routes each request through the gate, then POST to ``_post.post`` (which hands it to the
-exchange: statelessly for 2026-07-28, else within a session), GET to a session's event stream,
-DELETE to the end of a session."""
+Every request enters ``_post.post`` (``ASGIApp.__call__``): a POST to the endpoint is served
+there, through the gate to the exchange (statelessly for 2026-07-28, else within a session; a
+session's plain read by ``_fastpost``); anything else comes to ``route``: GET to a session's
+event stream, DELETE to the end of a session, health, metadata, lifespan."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...protocol import Server
 from ...versions import MODERN_VERSIONS
+from ._fastpost import Reads
 from ._gate import AuthHook, bare_host, check_host_and_origin, gate, preflight_headers, well_known, with_cors
 from ._headers import (
     ALLOW,
@@ -26,10 +28,9 @@ from ._headers import (
     Scope,
     Send,
     accepts,
-    error_body,
     respond,
 )
-from ._post import post
+from ._post import post, refuse
 from ._sessions import Session, SessionLimits, SessionTable
 from ._sse import ENDED, PRIMING_VERSION, Inbox, OpenStreams, resume, sse_headers, write
 
@@ -107,6 +108,7 @@ class ASGIApp:
             self.shared = SharedSessions(table, RedisBroker(redis, redis_prefix, max_events=replay))
         self.sessions: SessionTable = self.shared if self.shared is not None else SessionTable(table)
         self.streams = OpenStreams(max_streams, keepalive)
+        self.reads = Reads()  # plain reads of sessions, batched per loop iteration (_fastpost)
         self.closed = False
         self._server: Server | None = None
         self._reaper: asyncio.Task[None] | None = None
@@ -139,20 +141,18 @@ class ASGIApp:
 
     # --- ASGI entry and lifecycle -------------------------------------------------------
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    # every request comes in here: a POST to the endpoint is served there in one coroutine, the
+    # rest goes to ``route``
+    __call__ = post
+
+    async def route(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Any request but a POST to the endpoint (``post`` sends those here)."""
         kind = scope["type"]
         if kind == "http":
             try:
-                if scope.get("method") == "POST" and scope.get("path") == self.path and not scope.get("root_path"):
-                    await post(self, scope, receive, send)  # every request of a session after initialize
-                else:
-                    await self._http(scope, receive, send)
-            except HTTPError as exc:
-                await respond(send, exc.status, error_body(exc.status, exc.message), exc.headers)
-            except Exception:
-                log.exception("error serving %s %s", scope.get("method"), scope.get("path"))
-                with contextlib.suppress(Exception):  # the response may have started already
-                    await respond(send, 500, error_body(500, "Internal error"))
+                await self._http(scope, receive, send)
+            except Exception as exc:
+                await refuse(scope, send, exc)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
         elif kind == "websocket":
@@ -240,7 +240,7 @@ class ASGIApp:
             return
         method = scope.get("method", "GET")
         if method == "POST":
-            await post(self, scope, receive, send)
+            await post(self, scope, receive, send, True)
             return
         headers = RequestHeaders(scope.get("headers", ()))
         send = self.admit(scope, headers, send)

@@ -1,0 +1,336 @@
+"""A session's ``resources/read`` of a sync handler over HTTP, in as few steps as the answer allows.
+
+The most frequent POST of a handshake-era session: a read without ``_meta``, no extension that
+changes the result, no ``auth`` hook, no Redis, no access log or span, a sync handler without a
+``Context``, a client that takes JSON.  ``post`` hands such a body here once the session is
+found; this checks what the general path would check (an id, a URI within the limit, an id not
+in flight, room for one more in flight, a match) and adds the read to the batch of this loop
+iteration.  One worker job runs the batch (the handlers still run off the loop): each read's
+whole response body is encoded there (a short text's encoded result is remembered by handler,
+URI and text), and the outcomes go back to the loop in one wake-up, which only hands each
+POST its response.  A read that blocks holds up no other: the loop queues a batch again when none of
+its reads was taken for ``STALL`` seconds.  A cancelled read (``notifications/cancelled``, the
+end of its session) wakes its POST with what ``exchange`` would be woken with, so cancellation,
+the in-flight cap and ids behave as there; anything else (and every failure of these checks)
+goes the general way, answered exactly as before, and a handler's exception is answered as the
+general path answers it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
+
+from orjson import dumps
+
+from ... import telemetry
+from ..._runner import QUIET, STALL
+from ...eras import HANDSHAKE, error_response
+from ...errors import LimitExceeded, ResourceNotFound
+from ...methods.reading import read_result
+from ...request import Request
+from ...versions import META_VERSION
+from ._exchange import unanswered
+from ._headers import JSON_TYPE, Send, status_of
+from ._sse import CANCELLED, ENDED
+
+if TYPE_CHECKING:
+    from ..._runner import ThreadRunner
+    from ...handler import Handler
+    from ...protocol import Connection
+    from ...tracking import Tracker
+
+__all__ = ["HttpRead", "Reads", "answered", "read_http"]
+
+log = logging.getLogger("resourcekit")
+
+_READ = "resources/read"
+_NO_ARGUMENTS: dict[str, Any] = {}  # a resource's handler takes none (never changed: only passed on)
+_now = time.perf_counter
+_bare = object.__new__
+Response = tuple[dict[str, Any], dict[str, Any]]  # http.response.start, http.response.body
+# the encoded result of a short text, by (handler, URI, text): equal texts have equal versions, so a
+# read of one seen before only records its version (as read_result does) and copies it
+_SHORT = 256  # characters
+_RESULTS: dict[tuple[Handler, str, str], tuple[str, bytes]] = {}
+_RESULTS_MAX = 2048  # the table starts over when full (1 MB at most)
+
+
+class HttpRead(Request):
+    """A read in flight whose worker makes the whole response body (see the module).
+
+    Cancelled (``notifications/cancelled``, or the session's end), it wakes its POST at once
+    with what ``exchange`` would have been woken with.
+    """
+
+    __slots__ = ("handler", "kwargs", "started", "uri", "waiter")
+
+    # the same for every such read: class attributes rather than slots set per read (they hide
+    # Request's slots of the same name, and are never set on a read)
+    method = _READ
+    era = HANDSHAKE
+    modern = False
+    task = None
+    principal = None
+    meta: dict[str, Any] = {}  # never changed: no Context sees it
+
+    # the session's, read when asked (nothing on this path asks)
+    version = property(attrgetter("conn.protocol_version"))
+    log_level = property(attrgetter("conn.log_level"))
+    optin = property(attrgetter("conn.optin"))
+
+    def __init__(self, conn: Connection, rid: Any, params: dict[str, Any], uri: str, handler: Handler,
+                 kwargs: dict[str, Any], waiter: asyncio.Future[Any]) -> None:
+        # Request.__init__ for this case (no _meta, the session's era), without its branches;
+        # read_http sets the same fields on a bare instance (no __init__ call per read)
+        self.conn = conn
+        self.id = rid
+        self.params = params
+        self.cancelled = False
+        self.uri = uri
+        self.handler = handler
+        self.kwargs = kwargs
+        self.waiter = waiter
+        self.started = 0.0  # when telemetry is on (a sampled-out request: its duration only)
+
+    def reply(self, message: Any) -> None:
+        """Where the answer goes (``Request.fail`` calls it): to the POST waiting for it."""
+        waiter = self.waiter
+        if not waiter.done():
+            waiter.set_result(message)
+
+    def run(self, tracker: Tracker) -> Response | None:
+        """In a worker: the handler's value, as the whole response (``tracker``: the app's)."""
+        if self.cancelled:
+            return None  # cancelled while it waited for a worker: nobody wants it
+        handler, uri, kwargs = self.handler, self.uri, self.kwargs
+        try:
+            value = handler.fn(**kwargs) if kwargs else handler.fn()
+        except ResourceNotFound:
+            self.conn.app.router.forget(uri)  # no cache slot for what is not there
+            raise
+        if type(value) is str and len(value) <= _SHORT:  # the most common read: its result was encoded before
+            key = (handler, uri, value)
+            known = _RESULTS.get(key)
+            if known is None:
+                result = read_result(self, handler, uri, value)
+                known = (result["contents"][0]["_meta"][META_VERSION], dumps(result))
+                if len(_RESULTS) >= _RESULTS_MAX:
+                    _RESULTS.clear()
+                _RESULTS[key] = known
+            else:  # what read_result records of a read (the version served, where a subscription starts)
+                version = known[0]
+                conn = self.conn
+                tracker.observe(uri, version)
+                seen = conn.seen
+                if len(seen) >= conn.seen_max and uri not in seen:
+                    seen.clear()
+                seen[uri] = version
+            body = b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (dumps(self.id), known[1])
+        else:
+            body = dumps({"jsonrpc": "2.0", "id": self.id, "result": read_result(self, handler, uri, value)})
+        # the two ASGI messages of the response, made here: the loop only sends them
+        return ({"type": "http.response.start", "status": 200,
+                 "headers": [JSON_TYPE, (b"content-length", b"%d" % len(body))]},
+                {"type": "http.response.body", "body": body})
+
+    def done(self, ok: bool, value: Any) -> None:
+        """On the loop: the body (or the failure) to the waiting POST, unless cancelled meanwhile."""
+        if self.cancelled:
+            return
+        if ok:
+            self.conn.inflight.pop(self.id, None)
+            waiter = self.waiter
+            if not waiter.done():
+                waiter.set_result(value)
+            if self.started:
+                telemetry.timed(self.conn, _READ, self.started)
+        else:
+            self.fail(value)
+            if self.started:
+                telemetry.timed(self.conn, _READ, self.started, error_response(None, value, HANDSHAKE)["error"]["code"])
+
+    def cancel(self) -> None:
+        """``notifications/cancelled`` (the POST gets no answer), or the end of the session (404)."""
+        super().cancel()
+        self.reply(ENDED if self.conn.closed else CANCELLED)
+        if self.started:
+            telemetry.timed(self.conn, _READ, self.started, "cancelled")
+
+
+class Reads:
+    """The plain reads of one loop iteration, handed to the workers as one job (``_Batch``).
+
+    A read that blocks must not hold up the others of its batch: every ``STALL`` seconds while
+    batches have reads no worker took, one that took none since the last look is queued again,
+    so that another worker (started if none is idle) goes on with it.
+    """
+
+    __slots__ = ("batch", "checking", "out")
+
+    def __init__(self) -> None:
+        self.batch: _Batch | None = None  # this iteration's, until submitted
+        self.out: list[_Batch] = []  # submitted with several reads: watched until all are taken
+        self.checking = False
+
+    def add(self, req: HttpRead, loop: asyncio.AbstractEventLoop) -> None:
+        batch = self.batch
+        if batch is None:
+            batch = self.batch = _Batch(req.conn.server.runner, req.conn.app.tracker)
+            loop.call_soon(self.submit, loop)
+        batch.items.append(req)
+
+    def submit(self, loop: asyncio.AbstractEventLoop) -> None:
+        """On the loop, after the iteration that made the batch: hand it to the workers."""
+        batch = self.batch
+        if batch is None:
+            return
+        self.batch = None
+        try:
+            batch.runner.submit(batch.run, _failed)
+        except LimitExceeded as exc:  # too many jobs waiting: each read says so
+            for req in batch.items:
+                req.done(False, exc)
+            batch.items.clear()
+            return
+        if len(batch.items) > 1:
+            self.out.append(batch)
+            if not self.checking:
+                self.checking = True
+                loop.call_later(STALL, self.check, loop)
+
+    def check(self, loop: asyncio.AbstractEventLoop) -> None:
+        """On the loop, every ``STALL`` seconds while batches have reads no worker took."""
+        out = []
+        for batch in self.out:
+            # reads left that someone waits for (once the server closed, every one was cancelled)
+            if any(not req.cancelled for req in list(batch.items)):
+                if batch.taken == batch.seen:  # none taken meanwhile: stuck behind a slow read, or queued
+                    with contextlib.suppress(LimitExceeded):  # too many jobs waiting: look again later
+                        batch.runner.submit(batch.run, _failed)
+                batch.seen = batch.taken
+                out.append(batch)
+        self.out = out
+        if out:
+            loop.call_later(STALL, self.check, loop)
+        else:
+            self.checking = False
+
+
+class _Batch:
+    """Reads for the workers, as one job that may run in several workers at once; their
+    outcomes go back to the loop together (``flush``), as they come."""
+
+    __slots__ = ("flushing", "items", "results", "runner", "seen", "taken", "tracker")
+
+    def __init__(self, runner: ThreadRunner, tracker: Tracker) -> None:
+        self.runner = runner
+        self.tracker = tracker
+        self.items: deque[HttpRead] = deque()  # reads no worker took yet
+        self.results: deque[tuple[HttpRead, bool, Any]] = deque()  # outcomes the loop has not seen
+        self.flushing = False  # a flush is on its way to the loop
+        self.taken = 0  # by any worker: a hint of progress
+        self.seen = -1  # ``taken`` when the loop last looked
+
+    def run(self) -> Any:
+        """In a worker: each read in turn, its outcome handed to the loop as it ends (one wake-up
+        for the outcomes that come while the loop is busy)."""
+        items, results, tracker = self.items, self.results, self.tracker
+        while True:
+            try:
+                req = items.popleft()
+            except IndexError:  # none left (another worker may have taken the last one)
+                return QUIET
+            self.taken += 1
+            try:
+                results.append((req, True, req.run(tracker)))
+            except BaseException as exc:  # the loop answers it (Request.fail)
+                results.append((req, False, exc))
+            if not self.flushing:
+                self.flushing = True
+                self.runner.deliver(self.flush, True, None)
+
+    def flush(self, _ok: bool, _value: Any) -> None:
+        """On the loop: answer the reads that ended (``HttpRead.done``, inlined for a body)."""
+        self.flushing = False  # before taking them: an outcome added from now on brings another flush
+        results = self.results
+        while results:
+            req, ok, value = results.popleft()
+            if ok and not req.started:
+                if not req.cancelled:
+                    req.conn.inflight.pop(req.id, None)
+                    waiter = req.waiter
+                    if not waiter.done():
+                        waiter.set_result(value)
+            else:
+                req.done(ok, value)
+
+
+def _failed(ok: bool, value: Any) -> None:
+    """A batch job's own outcome, were it ever delivered: it delivers its reads' itself."""
+    if not ok:
+        log.error("a batch of reads failed", exc_info=value)
+
+
+def read_http(conn: Connection, msg: dict[str, Any], params: dict[str, Any], reads: Reads) -> HttpRead | None:
+    """Start the read ``msg`` asks for (its ``params``: a dict without ``_meta``); None: nothing
+    done, the general path takes it."""
+    rid = msg.get("id")
+    uri = params.get("uri")
+    inflight = conn.inflight
+    limits = conn.limits
+    if (
+        (type(rid) is not int and type(rid) is not str)
+        or type(uri) is not str or not uri or len(uri) > limits.max_uri_length
+        or rid in inflight or len(inflight) >= limits.max_inflight or msg.get("jsonrpc") != "2.0"
+        or conn.protocol_version is None or conn.optin.sep_2093 or conn.new_request is not Request
+    ):
+        return None
+    router = conn.app.router
+    handler = router.exact.get(uri)
+    if handler is not None:
+        kwargs = _NO_ARGUMENTS
+    else:
+        match = router.match(uri)
+        if match is None:
+            return None
+        handler, kwargs = match.handler, match.kwargs
+    sig = handler.sig
+    if sig.is_async or sig.context_param is not None:
+        return None
+    dropped = 0
+    if conn.traced and telemetry.ON:  # a span only if sampled (decided here, by the SDK's ratio rule)
+        dropped = telemetry.dropped_root()
+        if not dropped:  # a span is wanted, or the sampler decides in the SDK: the general path
+            return None
+    loop = asyncio.get_running_loop()
+    req = _bare(HttpRead)  # HttpRead.__init__, inlined
+    req.conn = conn
+    req.id = rid
+    req.params = params
+    req.cancelled = False
+    req.uri = uri
+    req.handler = handler
+    req.kwargs = kwargs
+    req.waiter = loop.create_future()
+    req.started = _now() if dropped else 0.0
+    reads.add(req, loop)
+    inflight[rid] = req
+    return req
+
+
+async def answered(req: HttpRead, answer: Any, send: Send, sse_ok: bool) -> None:
+    """Send what a read got instead of its body (``post`` sends that): nothing (cancelled), a
+    404 (its session ended), or an error, as ``exchange`` would."""
+    if answer is ENDED or answer is CANCELLED:
+        await unanswered(send, answer, sse_ok)
+        return
+    body = dumps(answer)
+    await send({"type": "http.response.start", "status": status_of(answer, req.conn),
+                "headers": [JSON_TYPE, (b"content-length", b"%d" % len(body))]})
+    await send({"type": "http.response.body", "body": body})

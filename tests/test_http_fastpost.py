@@ -1,0 +1,274 @@
+"""The short path of a session's plain reads over HTTP (resourcekit/transports/http/_fastpost.py):
+the same answers as the general path, reads of one batch that a blocking handler holds up for
+nobody, cancellation and the end of a session as before, and a real server under concurrent
+keep-alive clients."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+import uvicorn
+
+from resourcekit import App, Blob, ResourceNotFound
+from resourcekit.protocol import Server
+from resourcekit.transports.http import ASGIApp
+from resourcekit.transports.http._fastpost import HttpRead
+from tests.helpers import APPS
+from tests.http_server import http_server_process
+
+pytestmark = pytest.mark.anyio
+
+INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+JSON_AND_SSE = "application/json, text/event-stream"
+
+
+def demo_app(gate: threading.Event | None = None) -> App:
+    app = App("fastpost", telemetry=False)
+    app.resource("text://a")(lambda: "hello")
+    app.resource("md://a", mime_type="text/markdown")(lambda: "# hi")
+    app.resource("json://a")(lambda: {"k": [1, 2]})
+    app.resource("blob://a")(lambda: Blob(b"\x00\x01", "application/x-thing"))
+    app.resource("long://a")(lambda: "x" * 5000)
+    app.template("item://{n}")(lambda n: f"item {n}")
+
+    @app.resource("gone://a")
+    def gone() -> str:
+        raise ResourceNotFound("gone://a")
+
+    @app.resource("broken://a")
+    def broken() -> str:
+        raise RuntimeError("boom")
+
+    @app.resource("slow://a")
+    def slow() -> str:
+        assert gate is not None and gate.wait(10)
+        return "slow"
+
+    @app.resource("async://a")
+    async def later() -> str:
+        return "async"
+
+    return app
+
+
+class Client:
+    """A handshake-era session with an ASGIApp in process (httpx.ASGITransport)."""
+
+    def __init__(self, asgi: ASGIApp) -> None:
+        self.asgi = asgi
+        self.http = httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi), base_url="http://127.0.0.1:8000")
+        self.sid = ""
+
+    async def post(self, message: Any, accept: str = JSON_AND_SSE, **headers: str) -> httpx.Response:
+        sent = {"content-type": "application/json", "accept": accept, **headers}
+        if self.sid:
+            sent["mcp-session-id"] = self.sid
+        return await self.http.post("/mcp", content=orjson.dumps(message), headers=sent)
+
+    async def start(self) -> Client:
+        response = await self.post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT})
+        self.sid = response.headers["mcp-session-id"]
+        await self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return self
+
+    async def read(self, rid: Any, uri: str, **headers: str) -> httpx.Response:
+        return await self.post({"jsonrpc": "2.0", "id": rid, "method": "resources/read", "params": {"uri": uri}},
+                               **headers)
+
+    def conn(self) -> Any:
+        return self.asgi.sessions[self.sid].conn
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[Any]:
+    made: list[Client] = []
+
+    async def make(app: App) -> Client:
+        made.append(await Client(ASGIApp(app)).start())
+        return made[-1]
+
+    yield make
+    for c in made:
+        await c.http.aclose()
+        c.asgi.close()
+
+
+async def general_answers(app: App, messages: list[dict[str, Any]]) -> list[Any]:
+    """What the core's general path answers (no transport's short way)."""
+    server = Server(app, "tcp")
+    server.start()
+    out: list[Any] = []
+    conn = server.connect(out.append)
+    conn.receive({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT})
+    out.clear()
+    for message in messages:
+        conn.receive(message)
+    for _ in range(300):
+        if len(out) == len(messages):
+            break
+        await asyncio.sleep(0.01)
+    server.close()
+    return out
+
+
+async def test_fast_reads_answer_exactly_as_the_general_path(client: Any) -> None:
+    uris = ["text://a", "md://a", "json://a", "blob://a", "long://a", "item://7", "gone://a", "broken://a",
+            "nothing://x", "async://a", "text://a"]
+    app = demo_app()
+    c = await client(app)
+    got = [await c.read(rid, uri) for rid, uri in enumerate(uris, 1)]
+    assert all(r.status_code == 200 and r.headers["content-type"] == "application/json" for r in got)
+    assert int(got[0].headers["content-length"]) == len(got[0].content)
+    reads = [{"jsonrpc": "2.0", "id": rid, "method": "resources/read", "params": {"uri": uri}}
+             for rid, uri in enumerate(uris, 1)]
+    general = sorted(await general_answers(demo_app(), reads), key=lambda m: m["id"])  # not answered in order
+    assert [r.json() for r in got] == general
+    assert got[0].json()["result"]["contents"][0]["text"] == "hello"
+    assert c.conn().seen["text://a"] == got[0].json()["result"]["contents"][0]["_meta"]["io.resourcekit/version"]
+    assert not c.conn().inflight
+
+
+async def test_a_blocking_read_holds_up_no_other_read_of_its_batch(client: Any) -> None:
+    gate = threading.Event()
+    c = await client(demo_app(gate))
+    slow = asyncio.ensure_future(c.read(1, "slow://a"))
+    others = [asyncio.ensure_future(c.read(rid, "text://a")) for rid in range(2, 6)]  # the same loop iteration
+    done, _ = await asyncio.wait(others, timeout=5)
+    assert len(done) == 4 and all(t.result().json()["result"]["contents"][0]["text"] == "hello" for t in done)
+    assert not slow.done() and type(c.conn().inflight[1]) is HttpRead  # the read took the short way
+    gate.set()
+    assert (await asyncio.wait_for(slow, 5)).json()["result"]["contents"][0]["text"] == "slow"
+
+
+@pytest.mark.parametrize("accept", [JSON_AND_SSE, "application/json"])
+async def test_a_cancelled_read_says_nothing(client: Any, accept: str) -> None:
+    gate = threading.Event()
+    c = await client(demo_app(gate))
+    slow = asyncio.ensure_future(c.read(1, "slow://a", accept=accept))
+    for _ in range(100):
+        if 1 in c.conn().inflight:
+            break
+        await asyncio.sleep(0.01)
+    cancel = await c.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+    assert cancel.status_code == 202
+    response = await asyncio.wait_for(slow, 5)
+    if accept == JSON_AND_SSE:  # an event stream that ends without a response
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+        assert b"data:" not in response.content
+    else:
+        assert response.status_code == 202 and response.content == b""
+    gate.set()
+    assert (await c.read(2, "text://a")).json()["result"]["contents"][0]["text"] == "hello"
+
+
+async def test_a_read_waiting_when_its_session_ends_gets_404(client: Any) -> None:
+    gate = threading.Event()
+    c = await client(demo_app(gate))
+    slow = asyncio.ensure_future(c.read(1, "slow://a"))
+    for _ in range(100):
+        if 1 in c.conn().inflight:
+            break
+        await asyncio.sleep(0.01)
+    assert (await c.http.delete("/mcp", headers={"mcp-session-id": c.sid})).status_code == 204
+    response = await asyncio.wait_for(slow, 5)
+    gate.set()
+    assert response.status_code == 404
+
+
+async def test_ids_in_flight_and_clients_without_json_go_the_general_way(client: Any) -> None:
+    gate = threading.Event()
+    c = await client(demo_app(gate))
+    slow = asyncio.ensure_future(c.read(1, "slow://a"))
+    for _ in range(100):
+        if 1 in c.conn().inflight:
+            break
+        await asyncio.sleep(0.01)
+    again = await c.read(1, "text://a")
+    assert again.json()["error"]["code"] == -32600 and "in flight" in again.json()["error"]["message"]
+    gate.set()
+    assert (await asyncio.wait_for(slow, 5)).json()["result"]["contents"][0]["text"] == "slow"
+    sse = await c.read(2, "text://a", accept="text/event-stream")
+    assert sse.headers["content-type"].startswith("text/event-stream")
+    events = [orjson.loads(line[5:]) for line in sse.text.splitlines() if line.startswith("data:") and line[5:].strip()]
+    assert [e["result"]["contents"][0]["text"] for e in events] == ["hello"]
+    unsupported = await c.read(3, "text://a", **{"mcp-protocol-version": "1999-01-01"})
+    assert unsupported.status_code == 400
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[str]:
+    app_file = tmp_path / "app.py"
+    app_file.write_text(
+        "from resourcekit import App\n"
+        "app = App('fast')\n"
+        "@app.resource('text://a')\n"
+        "def a() -> str:\n"
+        "    return 'hello'\n"
+        "@app.template('item://{n}')\n"
+        "def item(n: str) -> str:\n"
+        "    return 'item ' + n\n"
+    )
+    with http_server_process(app_file) as url:
+        yield url
+
+
+def test_concurrent_keep_alive_clients_get_their_own_answers(served: str) -> None:
+    headers = {"content-type": "application/json", "accept": JSON_AND_SSE}
+    with httpx.Client(timeout=10) as first:
+        init = first.post(served, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT},
+                          headers=headers)
+        headers["mcp-session-id"] = init.headers["mcp-session-id"]
+        first.post(served, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+
+    def client(k: int) -> list[tuple[int, str]]:
+        got = []
+        with httpx.Client(timeout=10) as http:
+            for i in range(40):
+                rid = k * 1000 + i
+                uri = f"item://{rid}" if i % 2 else "text://a"
+                body = http.post(served, json={"jsonrpc": "2.0", "id": rid, "method": "resources/read",
+                                               "params": {"uri": uri}}, headers=headers).json()
+                got.append((body["id"], body["result"]["contents"][0]["text"]))
+        return got
+
+    with ThreadPoolExecutor(8) as pool:
+        for k, got in enumerate(pool.map(client, range(8))):
+            assert got == [(k * 1000 + i, f"item {k * 1000 + i}" if i % 2 else "hello") for i in range(40)]
+
+
+def test_sampled_out_http_reads_record_durations_and_sampled_ones_get_spans(tmp_path: Path) -> None:
+    spans_file = tmp_path / "spans.jsonl"
+    extra = {"SPANS_FILE": str(spans_file), "SAMPLE_RATIO": "0.5", "METRICS": "1"}
+    headers = {"content-type": "application/json", "accept": JSON_AND_SSE}
+    with http_server_process(APPS / "traced_app.py", extra_env=extra) as url, httpx.Client(timeout=10) as http:
+        init = http.post(url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT},
+                         headers=headers)
+        headers["mcp-session-id"] = init.headers["mcp-session-id"]
+
+        def read(rid: int, uri: str) -> dict[str, Any]:
+            body = {"jsonrpc": "2.0", "id": rid, "method": "resources/read", "params": {"uri": uri}}
+            return dict(http.post(url, json=body, headers=headers).json())
+
+        assert all("result" in read(rid, "note://a") for rid in range(1, 401))
+        assert all(read(rid, "note://boom")["error"]["code"] == -32603 for rid in range(500, 504))
+        counts = orjson.loads(read(600, "metrics://operations")["result"]["contents"][0]["text"])
+    found = [orjson.loads(line) for line in spans_file.read_text().splitlines()] if spans_file.exists() else []
+    reads = [s for s in found if s["name"] == "resources/read" and s["attributes"]["mcp.resource.uri"] == "note://a"]
+    assert 140 <= len(reads) <= 260, len(reads)  # binomial(400, 0.5): sd 10
+    # every read has its duration: with a span (sampled) or without (the short path)
+    assert counts.get("resources/read", 0) >= 400 and counts["resources/read/-32603"] == 4, counts
+
+
+def test_the_app_is_still_an_asgi3_coroutine_callable() -> None:
+    asgi = ASGIApp(demo_app())
+    config = uvicorn.Config(asgi)  # what `uvicorn module:app` makes of it: __call__ is the POST coroutine
+    config.load()
+    assert config.interface == "asgi3" and asyncio.iscoroutinefunction(asgi.__call__)
