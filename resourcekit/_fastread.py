@@ -19,21 +19,25 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from . import telemetry
 from ._runner import QUIET, STALL
+from .contents import TEXT_MIME
 from .eras import HANDSHAKE, error_response
 from .errors import LimitExceeded, ResourceNotFound
-from .methods.reading import read_reply
-from .request import Request
+from .methods.reading import TAIL_TEXT, read_reply, text_reply
+from .optin import OptIn
+from .request import Request, Send
 
 if TYPE_CHECKING:
     from .handler import Handler
     from .protocol import Connection
 
-__all__ = ["read_fast"]
+__all__ = ["read_fast", "read_lines"]
 
 log = logging.getLogger("resourcekit")
 
@@ -45,51 +49,66 @@ _BIG = 1 << 16
 _BIG_KEY = "big_reads"
 _now = time.perf_counter
 _NO_ARGUMENTS: dict[str, Any] = {}  # a resource's handler takes none (never changed: only passed on)
+_new = object.__new__
 
 
 class FastRead(Request):
-    """A read in flight that the worker answers with the encoded reply (see the module)."""
+    """A read in flight that a worker answers with the encoded reply (see the module).
 
-    __slots__ = ("handler", "kwargs", "send_bytes", "started", "uri")
+    Made without ``__init__`` (``_start``): a read stores its connection, id, URI, handler,
+    arguments and ``cancelled``; what is the same for every fast read of a session is a class
+    attribute or comes from the connection (these hide Request's slots of the same name).
+    """
 
-    # the same for every fast read, so class attributes rather than slots set per read (these
-    # hide Request's slots of the same name, and are never set on a read)
+    __slots__ = ("handler", "kwargs", "uri")
+    handler: Handler
+    kwargs: dict[str, Any]
+    uri: str
+
     method = _READ
     era = HANDSHAKE
     modern = False
     task = None
     principal = None
     meta: dict[str, Any] = {}  # never changed: no Context sees it
+    started = 0.0  # when telemetry times it (a sampled-out request: its duration only): _TimedRead
 
-    def __init__(self, conn: Connection, rid: Any, params: dict[str, Any], uri: str, handler: Handler,
-                 kwargs: dict[str, Any], send_bytes: SendBytes) -> None:
-        # Request.__init__ for this case (no _meta, the session's era), without its branches
-        self.conn = conn
-        self.id = rid
-        self.params = params
-        self.version = conn.protocol_version
-        self.log_level = conn.log_level
-        self.reply = conn.send
-        self.cancelled = False
-        self.optin = conn.optin
-        self.uri = uri
-        self.handler = handler
-        self.kwargs = kwargs
-        self.send_bytes = send_bytes
-        self.started = 0.0  # when telemetry is on (a sampled-out request: its duration only)
+    # Request's other fields, asked only when a read fails or is cancelled
+    @property
+    def reply(self) -> Send:  # type: ignore[override]
+        return self.conn.send
+
+    @property
+    def params(self) -> dict[str, Any]:  # type: ignore[override]
+        return {"uri": self.uri}
+
+    @property
+    def version(self) -> str | None:  # type: ignore[override]
+        return self.conn.protocol_version
+
+    @property
+    def log_level(self) -> str | None:  # type: ignore[override]
+        return self.conn.log_level
+
+    @property
+    def optin(self) -> OptIn:  # type: ignore[override]
+        return self.conn.optin
 
     def run(self) -> bytes | None:
         """In a worker: the handler's value, as the whole reply."""
         if self.cancelled:
             return None  # cancelled while it waited for a worker: nobody wants it
+        handler = self.handler
         try:
-            value = self.handler.fn(**self.kwargs)
+            value = handler.fn(**self.kwargs)
         except ResourceNotFound:
             self.conn.app.router.forget(self.uri)  # no cache slot for what is not there
             raise
-        data = read_reply(self, self.handler, self.uri, value)
-        if len(data) >= _BIG and not self.handler.remembered(_BIG_KEY):
-            self.handler.remember(_BIG_KEY, True)
+        if type(value) is str and len(value) <= TAIL_TEXT:  # read_reply's most frequent case, at once
+            return text_reply(self.conn, self.id, self.uri, handler.mime_type or TEXT_MIME, value)
+        data = read_reply(self, handler, self.uri, value)
+        if len(data) >= _BIG and not handler.remembered(_BIG_KEY):
+            handler.remember(_BIG_KEY, True)
         return data
 
     def finish(self, ok: bool, value: Any) -> None:
@@ -98,7 +117,8 @@ class FastRead(Request):
             return
         if ok:
             self.conn.inflight.pop(self.id, None)
-            self.send_bytes(value)
+            if self.conn.send_bytes is not None:
+                self.conn.send_bytes(value)
             if self.started:
                 telemetry.timed(self.conn, _READ, self.started)
         else:
@@ -110,6 +130,13 @@ class FastRead(Request):
         super().cancel()
         if self.started:
             telemetry.timed(self.conn, _READ, self.started, "cancelled")
+
+
+class _TimedRead(FastRead):
+    """A fast read whose duration telemetry records."""
+
+    __slots__ = ("started",)
+    started: float
 
 
 class _Batch:
@@ -216,30 +243,69 @@ def _failed(ok: bool, value: Any) -> None:
 def read_fast(conn: Connection, msg: dict[str, Any], send_bytes: SendBytes) -> bool:
     """Start the read ``msg`` asks for, answered through ``send_bytes``; False: nothing done,
     the general path takes it."""
-    params = msg.get("params")
-    rid = msg.get("id")
-    if type(params) is not dict or "_meta" in params or (type(rid) is not int and type(rid) is not str):
-        return False
-    uri = params.get("uri")
-    inflight = conn.inflight
-    if (
-        type(uri) is not str or not uri or len(uri) > conn.limits.max_uri_length
-        or rid in inflight or len(inflight) >= conn.limits.max_inflight or msg.get("jsonrpc") != "2.0"
-    ):
-        return False
     batch = conn.fast_batch
     if batch is None:
-        # the connection, looked at when a batch starts (within one loop iteration only a
-        # telemetry provider configured meanwhile could change it, and its spans begin a read
-        # later): after initialize, no extension that changes reads, no access log, no span
-        if (
-            conn.protocol_version is None or conn.optin.sep_2093 or conn.principal is not None
-            or conn.new_request is not Request
-        ):
+        if not _fast_session(conn):
             return False
         batch = conn.fast_batch = _Batch(conn, send_bytes)
         if not conn.input_ends_batches:  # else the transport submits it at the end of its block of input
             conn.server.loop.call_soon(batch.submit)
+    limits = conn.limits
+    return _start(conn, batch, msg, conn.inflight, limits.max_inflight, limits.max_uri_length)
+
+
+def read_lines(conn: Connection, lines: Iterable[bytes]) -> None:
+    """``conn.feed`` each line that is not blank, for a transport that hands over a whole block
+    of input and then calls ``end_of_input``: reads join the block's batch, with what every
+    read looks at taken from the connection once."""
+    feed, send_bytes = conn.feed, conn.send_bytes
+    if send_bytes is None or not conn.input_ends_batches or (conn.fast_batch is None and not _fast_session(conn)):
+        for line in lines:
+            if line and (line[0] == 123 or not line.isspace()):  # "{" first: no need to look for blank lines
+                feed(line)
+        return
+    batch = conn.fast_batch
+    if batch is None:
+        batch = conn.fast_batch = _Batch(conn, send_bytes)
+    loads, inflight, limits = orjson.loads, conn.inflight, conn.limits
+    max_inflight, max_uri_length = limits.max_inflight, limits.max_uri_length
+    for line in lines:
+        if not line:
+            continue
+        try:
+            msg = loads(line)
+        except orjson.JSONDecodeError:
+            if not line.isspace():
+                feed(line)  # answered as a parse error
+            continue
+        if type(msg) is not dict or msg.get("method") != _READ or not _start(
+                conn, batch, msg, inflight, max_inflight, max_uri_length):
+            conn.receive(msg)
+
+
+def _fast_session(conn: Connection) -> bool:
+    """May the connection's reads take this path?  Looked at when a batch starts (within one
+    loop iteration only a telemetry provider configured meanwhile could change it, and its
+    spans begin a read later): after initialize, no extension that changes reads, no access
+    log, no span."""
+    return not (conn.protocol_version is None or conn.optin.sep_2093 or conn.principal is not None
+                or conn.new_request is not Request)
+
+
+def _start(conn: Connection, batch: _Batch, msg: dict[str, Any], inflight: dict[Any, Request], max_inflight: int,
+           max_uri_length: int) -> bool:
+    """Check what the general path would check, then queue the read in ``batch``; False: the
+    general path takes it."""
+    params = msg.get("params")
+    rid = msg.get("id")
+    if (
+        type(params) is not dict or "_meta" in params or (type(rid) is not int and type(rid) is not str)
+        or rid in inflight or len(inflight) >= max_inflight or msg.get("jsonrpc") != "2.0"
+    ):
+        return False
+    uri = params.get("uri")
+    if type(uri) is not str or not uri or len(uri) > max_uri_length:
+        return False
     router = conn.app.router
     handler = router.exact.get(uri)
     if handler is not None:
@@ -257,11 +323,20 @@ def read_fast(conn: Connection, msg: dict[str, Any], send_bytes: SendBytes) -> b
         dropped = telemetry.dropped_root()
         if not dropped:  # a span is wanted, or the sampler decides in the SDK: the general path
             return False
-    req = FastRead(conn, rid, params, uri, handler, kwargs, send_bytes)
-    if dropped:
-        req.started = _now()
-    if handler.memo is not None and handler.memo.get(_BIG_KEY):  # a batch of its own: big ones hash in parallel
-        single = _Batch(conn, send_bytes)
+        timed = _new(_TimedRead)
+        timed.started = _now()
+        req: FastRead = timed
+    else:
+        req = _new(FastRead)
+    req.conn = conn
+    req.id = rid
+    req.uri = uri
+    req.handler = handler
+    req.kwargs = kwargs
+    req.cancelled = False
+    memo = handler.memo
+    if memo is not None and memo.get(_BIG_KEY):  # a batch of its own: big ones hash in parallel
+        single = _Batch(conn, batch.send_bytes)
         single.items.append(req)
         single.size = 1
         try:

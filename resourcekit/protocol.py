@@ -14,13 +14,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from . import accesslog, telemetry
-from ._fastread import read_fast
+from ._fastread import read_fast, read_lines
 from ._runner import ThreadRunner
 from .context import LEVEL_RANK
 from .eras import HANDSHAKE, STATELESS, Era, error_response
@@ -175,6 +175,10 @@ class Connection:
         """The transport fed a whole block of input: the reads it held go to the workers now."""
         if self.fast_batch is not None:
             self.fast_batch.submit()
+
+    def feed_lines(self, lines: Iterable[bytes]) -> None:
+        """``feed`` each line of a block of input that is not blank (then ``end_of_input``)."""
+        read_lines(self, lines)
 
     def feed(self, data: bytes | str, reply: Send | None = None) -> None:
         """Decode one message (or a batch) and handle it."""

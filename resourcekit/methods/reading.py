@@ -38,9 +38,9 @@ from .wire import capabilities, fresh_resource, last_segment, seed_fields
 if TYPE_CHECKING:
     from .._runner import Callback
     from ..handler import Handler
-    from ..protocol import Request
+    from ..protocol import Connection, Request
 
-__all__ = ["METHODS", "read_reply", "serve"]
+__all__ = ["METHODS", "TAIL_TEXT", "read_reply", "serve", "text_reply"]
 
 log = logging.getLogger("resourcekit")
 
@@ -166,8 +166,47 @@ def read_result(req: Request, handler: Handler, uri: str, value: Any) -> dict[st
 def read_reply(req: Request, handler: Handler, uri: str, value: Any) -> bytes:
     """The whole response to a session's read, encoded as one JSON line (by the worker that
     ran the handler, so the loop thread only writes it)."""
+    if type(value) is str and len(value) <= TAIL_TEXT and not req.modern:
+        return text_reply(req.conn, req.id, uri, handler.mime_type or TEXT_MIME, value)
     return dumps({"jsonrpc": "2.0", "id": req.id, "result": read_result(req, handler, uri, value)},
                  option=OPT_APPEND_NEWLINE)
+
+
+_HEAD = b'{"jsonrpc":"2.0","id":'
+_RESULT = b',"result":'
+TAIL_TEXT = 256  # characters: short texts' replies are remembered, by URI (those of read_result)
+_TAIL_URI = 256
+_TAIL_SIZE = 4096  # URIs (as many as the router caches); the table starts over when full
+_TAILS: dict[str, tuple[str, str, bytes, str]] = {}  # uri -> (text, mimeType, encoded result, version)
+
+
+def text_reply(conn: Connection, rid: int | str, uri: str, mime: str, text: str) -> bytes:
+    """``read_reply`` of a short text (a handshake-era session): the encoded result of the
+    last read of ``uri`` again when it served the same text, so that a read encodes its id only.
+
+    The result is a function of the URI, the mimeType and the text (its version is their
+    hash), so the bytes are those ``read_result`` would give; what a read records (the
+    tracker's version, the session's ``seen``) is recorded on every read.  Workers may run
+    this at once: the table's reads and writes are single dict operations.
+    """
+    known = _TAILS.get(uri)
+    if known is not None and known[0] == text and known[1] == mime:  # == on the same str: no compare
+        tail, version = known[2], known[3]
+    else:
+        version = text_version(text, mime)
+        tail = _RESULT + dumps({"contents": [{"uri": uri, "mimeType": mime, "text": text,
+                                              "_meta": {META_VERSION: version}}]}) + b"}\n"
+        if len(uri) <= _TAIL_URI:
+            if len(_TAILS) >= _TAIL_SIZE and uri not in _TAILS:
+                _TAILS.clear()
+            _TAILS[uri] = (text, mime, tail, version)
+    conn.app.tracker.observe(uri, version)
+    if not conn.stateless:  # as in read_result
+        seen = conn.seen
+        if len(seen) >= conn.seen_max and uri not in seen:
+            seen.clear()
+        seen[uri] = version
+    return _HEAD + dumps(rid) + tail
 
 
 def _read_result_sep_2093(req: Request, handler: Handler, uri: str, value: Any, is_listable: bool) -> dict[str, Any]:

@@ -178,7 +178,14 @@ class _Reader(asyncio.Protocol):
         self._skipping = False
 
     def data_received(self, data: bytes) -> None:
-        self._split(data)
+        if self._skipping or self._pending or len(data) > self._limit:
+            self._split(data)
+        else:  # the common block: whole lines (none too large), maybe the start of one more
+            lines = data.split(b"\n")
+            rest = lines.pop()
+            self._conn.feed_lines(lines)
+            if rest:
+                self._pending += rest
         self._conn.end_of_input()
 
     def _split(self, data: bytes) -> None:
