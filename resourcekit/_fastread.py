@@ -49,13 +49,12 @@ _BIG = 1 << 16
 _BIG_KEY = "big_reads"
 _now = time.perf_counter
 _NO_ARGUMENTS: dict[str, Any] = {}  # a resource's handler takes none (never changed: only passed on)
-_new = object.__new__
 
 
 class FastRead(Request):
     """A read in flight that a worker answers with the encoded reply (see the module).
 
-    Made without ``__init__`` (``_start``): a read stores its connection, id, URI, handler,
+    Made without Request's ``__init__`` (``_start``): a read stores its connection, id, URI, handler,
     arguments and ``cancelled``; what is the same for every fast read of a session is a class
     attribute or comes from the connection (these hide Request's slots of the same name).
     """
@@ -72,6 +71,8 @@ class FastRead(Request):
     principal = None
     meta: dict[str, Any] = {}  # never changed: no Context sees it
     started = 0.0  # when telemetry times it (a sampled-out request: its duration only): _TimedRead
+    # made with no arguments, fields stored by ``_start``: object's __init__ (C) rather than Request's
+    __init__ = object.__init__
 
     # Request's other fields, asked only when a read fails or is cancelled
     @property
@@ -93,23 +94,6 @@ class FastRead(Request):
     @property
     def optin(self) -> OptIn:  # type: ignore[override]
         return self.conn.optin
-
-    def run(self) -> bytes | None:
-        """In a worker: the handler's value, as the whole reply."""
-        if self.cancelled:
-            return None  # cancelled while it waited for a worker: nobody wants it
-        handler = self.handler
-        try:
-            value = handler.fn(**self.kwargs)
-        except ResourceNotFound:
-            self.conn.app.router.forget(self.uri)  # no cache slot for what is not there
-            raise
-        if type(value) is str and len(value) <= TAIL_TEXT:  # read_reply's most frequent case, at once
-            return text_reply(self.conn, self.id, self.uri, handler.mime_type or TEXT_MIME, value)
-        data = read_reply(self, handler, self.uri, value)
-        if len(data) >= _BIG and not handler.remembered(_BIG_KEY):
-            handler.remember(_BIG_KEY, True)
-        return data
 
     def finish(self, ok: bool, value: Any) -> None:
         """On the loop: write the reply, unless the read was cancelled meanwhile."""
@@ -182,21 +166,38 @@ class _Batch:
             self.items.clear()
             return
         if self.size > 1:
-            conn.server.loop.call_later(STALL, self.check, 0)
+            watch = conn.fast_watch
+            if watch is None:
+                watch = conn.fast_watch = _Watch(conn)
+            watch.add(self)
 
     def run(self) -> Any:
         """In a worker (maybe in several at once): make the replies, then write them."""
-        items, replies = self.items, self.replies
+        items, replies, conn = self.items, self.replies, self.conn
         while items:
             try:
                 req = items.popleft()
             except IndexError:  # another worker took the last one
                 break
             self.taken += 1
+            if req.cancelled:  # cancelled while it waited for a worker: nobody wants it
+                replies.append((req, True, None))
+                continue
+            handler = req.handler
             try:
-                replies.append((req, True, req.run()))
+                value = handler.fn(**req.kwargs)
+                if type(value) is str and len(value) <= TAIL_TEXT:  # read_reply's most frequent case, at once
+                    data = text_reply(conn, req.id, req.uri, handler.mime_type or TEXT_MIME, value)
+                else:
+                    data = read_reply(req, handler, req.uri, value)
+                    if len(data) >= _BIG and not handler.remembered(_BIG_KEY):
+                        handler.remember(_BIG_KEY, True)
             except BaseException as exc:  # the loop answers it (Request.fail)
+                if isinstance(exc, ResourceNotFound):
+                    conn.app.router.forget(req.uri)  # no cache slot for what is not there
                 replies.append((req, False, exc))
+            else:
+                replies.append((req, True, data))
         self.answer()
         return QUIET
 
@@ -223,15 +224,52 @@ class _Batch:
         for req in timed:
             telemetry.timed(req.conn, _READ, req.started)
 
-    def check(self, taken: int) -> None:
-        """On the loop, every ``STALL`` seconds until every read is answered."""
+    def check(self, taken: int) -> bool:
+        """On the loop, every ``STALL`` seconds or so (``_Watch``): write the replies made so
+        far, and queue the batch again if no read was taken since the last look (``taken``
+        then); False: every read is answered."""
         self.answer()
         if self.answered >= self.size or self.conn.closed:
-            return
+            return False
         if self.items and self.taken == taken:  # none taken meanwhile: stuck behind a slow read, or queued
             with contextlib.suppress(LimitExceeded):  # too many jobs waiting: look again later
                 self.conn.server.runner.submit(self.run, _failed)
-        self.conn.server.loop.call_later(STALL, self.check, self.taken)
+        return True
+
+
+class _Watch:
+    """The batches of a connection that may still have reads to answer, looked at by one timer
+    every ``STALL`` seconds while there are any (not a timer per batch).
+
+    A batch is first looked at on the second tick after it came: ``STALL`` to ``2 * STALL``
+    seconds after, so that a batch merely waiting its turn is not queued again.
+    """
+
+    __slots__ = ("batches", "conn", "fresh", "ticking")
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.batches: list[tuple[_Batch, int]] = []  # with how many reads were taken at the last look
+        self.fresh: list[_Batch] = []  # came since the last tick
+        self.ticking = False
+
+    def add(self, batch: _Batch) -> None:
+        self.fresh.append(batch)
+        if not self.ticking:
+            self.ticking = True
+            self.conn.server.loop.call_later(STALL, self.tick)
+
+    def tick(self) -> None:
+        kept = [(batch, batch.taken) for batch, taken in self.batches
+                if batch.answered < batch.size and batch.check(taken)]
+        fresh, self.fresh = self.fresh, []
+        kept.extend((batch, 0) for batch in fresh if batch.answered < batch.size)
+        self.batches = kept
+        if kept and not self.conn.closed:
+            self.conn.server.loop.call_later(STALL, self.tick)
+        else:
+            self.ticking = False
+            self.batches = []
 
 
 def _failed(ok: bool, value: Any) -> None:
@@ -323,11 +361,11 @@ def _start(conn: Connection, batch: _Batch, msg: dict[str, Any], inflight: dict[
         dropped = telemetry.dropped_root()
         if not dropped:  # a span is wanted, or the sampler decides in the SDK: the general path
             return False
-        timed = _new(_TimedRead)
+        timed = _TimedRead()
         timed.started = _now()
         req: FastRead = timed
     else:
-        req = _new(FastRead)
+        req = FastRead()
     req.conn = conn
     req.id = rid
     req.uri = uri
