@@ -23,13 +23,14 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from orjson import dumps
 
 from . import telemetry
 from ._runner import QUIET, STALL
 from .contents import TEXT_MIME
 from .eras import HANDSHAKE, error_response
-from .errors import LimitExceeded, ResourceNotFound
-from .methods.reading import TAIL_TEXT, read_reply, text_reply
+from .errors import LimitExceeded, ParseError, ResourceNotFound
+from .methods.reading import HEAD, TAIL_TEXT, TAILS, read_reply, text_tail
 from .optin import OptIn
 from .request import Request, Send
 
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from .handler import Handler
     from .protocol import Connection
 
-__all__ = ["read_fast", "read_lines"]
+__all__ = ["read_lines"]
 
 log = logging.getLogger("resourcekit")
 
@@ -174,6 +175,8 @@ class _Batch:
     def run(self) -> Any:
         """In a worker (maybe in several at once): make the replies, then write them."""
         items, replies, conn = self.items, self.replies, self.conn
+        # read_reply of a short text, its most frequent case, at once (text_reply, inlined)
+        tails, observe, seen, seen_max = TAILS, conn.app.tracker.observe, conn.seen, conn.seen_max
         while items:
             try:
                 req = items.popleft()
@@ -185,9 +188,20 @@ class _Batch:
                 continue
             handler = req.handler
             try:
-                value = handler.fn(**req.kwargs)
-                if type(value) is str and len(value) <= TAIL_TEXT:  # read_reply's most frequent case, at once
-                    data = text_reply(conn, req.id, req.uri, handler.mime_type or TEXT_MIME, value)
+                kwargs = req.kwargs
+                value = handler.fn(**kwargs) if kwargs else handler.fn()
+                if type(value) is str and len(value) <= TAIL_TEXT:
+                    uri, mime = req.uri, handler.mime_type or TEXT_MIME
+                    known = tails.get(uri)
+                    if known is not None and known[0] == value and known[1] == mime:
+                        tail, version = known[2], known[3]
+                    else:
+                        tail, version = text_tail(uri, mime, value)
+                    observe(uri, version)
+                    if len(seen) >= seen_max and uri not in seen:  # a session: never stateless
+                        seen.clear()
+                    seen[uri] = version
+                    data = HEAD + dumps(req.id) + tail
                 else:
                     data = read_reply(req, handler, req.uri, value)
                     if len(data) >= _BIG and not handler.remembered(_BIG_KEY):
@@ -278,112 +292,104 @@ def _failed(ok: bool, value: Any) -> None:
         log.error("a batch of reads failed", exc_info=value)
 
 
-def read_fast(conn: Connection, msg: dict[str, Any], send_bytes: SendBytes) -> bool:
-    """Start the read ``msg`` asks for, answered through ``send_bytes``; False: nothing done,
-    the general path takes it."""
+def read_lines(conn: Connection, lines: Iterable[bytes | str]) -> None:
+    """Decode and handle each line that is not blank; a read that may take this path joins the
+    connection's batch, the others go the general way (``Connection.receive``).
+
+    The connection's transport takes encoded replies (``send_bytes``).  One whose input comes
+    in blocks calls this with the lines of a block, then ``end_of_input``; otherwise the
+    batch is submitted on the next loop iteration.  What every read looks at is taken from
+    the connection once per call.
+    """
+    loads, receive = orjson.loads, conn.receive
     batch = conn.fast_batch
-    if batch is None:
-        if not _fast_session(conn):
-            return False
-        batch = conn.fast_batch = _Batch(conn, send_bytes)
+    if batch is None and _fast_session(conn):
+        # the connection's state, looked at when a batch starts: within one loop iteration only
+        # a telemetry provider configured meanwhile could change it, and its spans begin a read later
+        batch = conn.fast_batch = _Batch(conn, conn.send_bytes)  # type: ignore[arg-type]
         if not conn.input_ends_batches:  # else the transport submits it at the end of its block of input
             conn.server.loop.call_soon(batch.submit)
-    limits = conn.limits
-    return _start(conn, batch, msg, conn.inflight, limits.max_inflight, limits.max_uri_length)
-
-
-def read_lines(conn: Connection, lines: Iterable[bytes]) -> None:
-    """``conn.feed`` each line that is not blank, for a transport that hands over a whole block
-    of input and then calls ``end_of_input``: reads join the block's batch, with what every
-    read looks at taken from the connection once."""
-    feed, send_bytes = conn.feed, conn.send_bytes
-    if send_bytes is None or not conn.input_ends_batches or (conn.fast_batch is None and not _fast_session(conn)):
-        for line in lines:
-            if line and (line[0] == 123 or not line.isspace()):  # "{" first: no need to look for blank lines
-                feed(line)
-        return
-    batch = conn.fast_batch
     if batch is None:
-        batch = conn.fast_batch = _Batch(conn, send_bytes)
-    loads, inflight, limits = orjson.loads, conn.inflight, conn.limits
-    max_inflight, max_uri_length = limits.max_inflight, limits.max_uri_length
+        for line in lines:
+            if line and not line.isspace():
+                try:
+                    receive(loads(line))
+                except orjson.JSONDecodeError as exc:
+                    conn.send(error_response(None, ParseError(f"Parse error: {exc}")))
+        return
+    inflight, limits, router, items = conn.inflight, conn.limits, conn.app.router, batch.items
+    exact, max_inflight, max_uri_length, traced = router.exact, limits.max_inflight, limits.max_uri_length, conn.traced
     for line in lines:
         if not line:
             continue
         try:
             msg = loads(line)
-        except orjson.JSONDecodeError:
+        except orjson.JSONDecodeError as exc:
             if not line.isspace():
-                feed(line)  # answered as a parse error
+                conn.send(error_response(None, ParseError(f"Parse error: {exc}")))
             continue
-        if type(msg) is not dict or msg.get("method") != _READ or not _start(
-                conn, batch, msg, inflight, max_inflight, max_uri_length):
-            conn.receive(msg)
+        # the checks of the general path: an id, a URI within the limit, an id not in flight,
+        # room for one more in flight, a match of a sync handler without a Context
+        handler = None
+        kwargs = _NO_ARGUMENTS
+        if type(msg) is dict and msg.get("method") == _READ:
+            params = msg.get("params")
+            rid = msg.get("id")
+            uri = params.get("uri") if type(params) is dict and "_meta" not in params else None
+            if (
+                type(uri) is str and uri and len(uri) <= max_uri_length and (type(rid) is int or type(rid) is str)
+                and rid not in inflight and len(inflight) < max_inflight and msg.get("jsonrpc") == "2.0"
+            ):
+                handler = exact.get(uri)
+                if handler is None:
+                    # the router's match cache, read here: a hit needs no Match, nor a copy of its values
+                    # (the handler's call binds them; a handler whose values may be lists gets copies)
+                    hit = router._cache.get(uri)
+                    if hit is not None and hit[0] not in router._listy:
+                        handler, kwargs = hit[0], hit[1]
+                    else:
+                        match = router.match(uri)
+                        if match is not None:
+                            handler, kwargs = match.handler, match.kwargs
+        if handler is None or handler.sig.is_async or handler.sig.context_param is not None:
+            receive(msg)
+            continue
+        dropped = 0
+        if traced and telemetry.ON:  # a span only if sampled (decided here, by the SDK's ratio rule)
+            dropped = telemetry.dropped_root()
+            if not dropped:  # a span is wanted, or the sampler decides in the SDK: the general path
+                receive(msg)
+                continue
+            timed = _TimedRead()
+            timed.started = _now()
+            req: FastRead = timed
+        else:
+            req = FastRead()
+        req.conn = conn
+        req.id = rid
+        req.uri = uri  # type: ignore[assignment]
+        req.handler = handler
+        req.kwargs = kwargs
+        req.cancelled = False
+        memo = handler.memo
+        if memo is not None and memo.get(_BIG_KEY):  # a batch of its own: big ones hash in parallel
+            single = _Batch(conn, batch.send_bytes)
+            single.items.append(req)
+            single.size = 1
+            try:
+                conn.server.runner.submit(single.run, _failed)
+            except LimitExceeded:  # too many jobs waiting: the general path says so
+                if dropped:
+                    telemetry.redraw(dropped)  # its span is decided by the same trace id there
+                receive(msg)
+                continue
+        else:
+            items.append(req)
+        inflight[rid] = req
 
 
 def _fast_session(conn: Connection) -> bool:
-    """May the connection's reads take this path?  Looked at when a batch starts (within one
-    loop iteration only a telemetry provider configured meanwhile could change it, and its
-    spans begin a read later): after initialize, no extension that changes reads, no access
-    log, no span."""
-    return not (conn.protocol_version is None or conn.optin.sep_2093 or conn.principal is not None
-                or conn.new_request is not Request)
-
-
-def _start(conn: Connection, batch: _Batch, msg: dict[str, Any], inflight: dict[Any, Request], max_inflight: int,
-           max_uri_length: int) -> bool:
-    """Check what the general path would check, then queue the read in ``batch``; False: the
-    general path takes it."""
-    params = msg.get("params")
-    rid = msg.get("id")
-    if (
-        type(params) is not dict or "_meta" in params or (type(rid) is not int and type(rid) is not str)
-        or rid in inflight or len(inflight) >= max_inflight or msg.get("jsonrpc") != "2.0"
-    ):
-        return False
-    uri = params.get("uri")
-    if type(uri) is not str or not uri or len(uri) > max_uri_length:
-        return False
-    router = conn.app.router
-    handler = router.exact.get(uri)
-    if handler is not None:
-        kwargs = _NO_ARGUMENTS
-    else:
-        match = router.match(uri)
-        if match is None:
-            return False
-        handler, kwargs = match.handler, match.kwargs
-    sig = handler.sig
-    if sig.is_async or sig.context_param is not None:
-        return False
-    dropped = 0
-    if conn.traced and telemetry.ON:  # a span only if sampled (decided here, by the SDK's ratio rule)
-        dropped = telemetry.dropped_root()
-        if not dropped:  # a span is wanted, or the sampler decides in the SDK: the general path
-            return False
-        timed = _TimedRead()
-        timed.started = _now()
-        req: FastRead = timed
-    else:
-        req = FastRead()
-    req.conn = conn
-    req.id = rid
-    req.uri = uri
-    req.handler = handler
-    req.kwargs = kwargs
-    req.cancelled = False
-    memo = handler.memo
-    if memo is not None and memo.get(_BIG_KEY):  # a batch of its own: big ones hash in parallel
-        single = _Batch(conn, batch.send_bytes)
-        single.items.append(req)
-        single.size = 1
-        try:
-            conn.server.runner.submit(single.run, _failed)
-        except LimitExceeded:  # too many jobs waiting: the general path says so
-            if dropped:
-                telemetry.redraw(dropped)  # its span is decided by the same trace id there
-            return False
-    else:
-        batch.items.append(req)
-    inflight[rid] = req
-    return True
+    """May the connection's reads take this path?  After initialize, a session whose transport
+    takes encoded replies, no extension that changes reads, no access log, no span."""
+    return not (conn.send_bytes is None or conn.protocol_version is None or conn.stateless or conn.optin.sep_2093
+                or conn.principal is not None or conn.new_request is not Request)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from . import accesslog, telemetry
-from ._fastread import read_fast, read_lines
+from ._fastread import read_lines
 from ._runner import ThreadRunner
 from .context import LEVEL_RANK
 from .eras import HANDSHAKE, STATELESS, Era, error_response
@@ -183,15 +183,15 @@ class Connection:
 
     def feed(self, data: bytes | str, reply: Send | None = None) -> None:
         """Decode one message (or a batch) and handle it."""
+        if reply is None and self.send_bytes is not None and data and not data.isspace():
+            read_lines(self, (data,))  # reads may take the fast path (_fastread)
+            return
         try:
             message = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
             (reply or self.send)(error_response(None, ParseError(f"Parse error: {exc}")))
             return
         if type(message) is dict:  # ``receive``, inlined for the common case
-            if (reply is None and self.send_bytes is not None and message.get("method") == "resources/read"
-                    and read_fast(self, message, self.send_bytes)):
-                return
             self._receive_one(message, reply or self.send)
         else:
             self.receive(message, reply)
