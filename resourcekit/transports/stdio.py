@@ -178,9 +178,12 @@ class _Reader(asyncio.Protocol):
         self._skipping = False
 
     def data_received(self, data: bytes) -> None:
-        if self._skipping or self._pending or len(data) > self._limit:
+        if self._skipping or self._pending:
+            start = self._finish_line(data)
+            data = data[start:] if start >= 0 else b""
+        if len(data) > self._limit:
             self._split(data)
-        else:  # the common block: whole lines (none too large), maybe the start of one more
+        elif data:  # the common block: whole lines (none too large), maybe the start of one more
             lines = data.split(b"\n")
             rest = lines.pop()
             self._conn.feed_lines(lines)
@@ -188,26 +191,30 @@ class _Reader(asyncio.Protocol):
                 self._pending += rest
         self._conn.end_of_input()
 
+    def _finish_line(self, data: bytes) -> int:
+        """The line begun in an earlier block (or skipped as too large) ends in ``data``?  Then
+        handle it, and where the rest of ``data`` starts; else -1."""
+        end = data.find(b"\n")
+        if end < 0:
+            if not self._skipping:
+                self._pending += data
+                if len(self._pending) > self._limit:
+                    self._too_large()
+                    self._pending.clear()
+                    self._skipping = True
+            return -1
+        if self._skipping:
+            self._skipping = False
+        else:
+            self._pending += data[:end]
+            line = bytes(self._pending)
+            self._pending.clear()
+            self._line(line)
+        return end + 1
+
     def _split(self, data: bytes) -> None:
+        """A block bigger than a message may be: each line checked for its size."""
         start = 0
-        if self._skipping or self._pending:
-            end = data.find(b"\n")
-            if end < 0:
-                if not self._skipping:
-                    self._pending += data
-                    if len(self._pending) > self._limit:
-                        self._too_large()
-                        self._pending.clear()
-                        self._skipping = True
-                return
-            if self._skipping:
-                self._skipping = False
-            else:
-                self._pending += data[:end]
-                line = bytes(self._pending)
-                self._pending.clear()
-                self._line(line)
-            start = end + 1
         find, feed, limit = data.find, self._conn.feed, self._limit
         while True:
             end = find(b"\n", start)
