@@ -7,6 +7,7 @@ and over a real stdio process, lines cut anywhere between blocks."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import subprocess
 import time
 from pathlib import Path
@@ -42,8 +43,9 @@ async def test_a_short_texts_reply_is_the_bytes_of_the_general_result_and_record
     app = App("t", telemetry=False)
     server, conn, _ = session(app)
     try:
-        cases = [("a://1", "text/plain", "hello"), ("a://1", "text/plain", "changed"), ("a://1", "text/markdown", "changed"),
-                 ("b://\u00e9\"q\"", "text/plain", "caf\u00e9 \"quoted\" \\ \n\u2028 \U0001f600"), ("c://x", "text/plain", "")]
+        cases = [("a://1", "text/plain", "hello"), ("a://1", "text/plain", "changed"),
+                 ("a://1", "text/markdown", "changed"), ("c://x", "text/plain", ""),
+                 ("b://\u00e9\"q\"", "text/plain", "caf\u00e9 \"quoted\" \\ \n\u2028 \U0001f600")]
         for rid in (7, "seven", 2**62):
             for uri, mime, text in cases:
                 expected = orjson.dumps({"jsonrpc": "2.0", "id": rid, "result": general_result(uri, mime, text)},
@@ -118,8 +120,9 @@ async def test_initialize_and_reads_in_one_block() -> None:
     conn.send_bytes = lambda data: out.extend(orjson.loads(line) for line in data.splitlines())
     conn.input_ends_batches = True
     try:
-        conn.feed_lines([read(1, "text://a"), orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}),
+        initialize = orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        conn.feed_lines([read(1, "text://a"), initialize,
             b'{"jsonrpc": "2.0", "method": "notifications/initialized"}', read(2, "text://a"), read(3, "item://1")])
         conn.end_of_input()
         got = await answered(out, {0, 1, 2, 3})
@@ -194,7 +197,7 @@ def test_lines_cut_anywhere_between_blocks_over_stdio(tmp_path: Path) -> None:
         assert orjson.loads(proc.stdout.readline())["id"] == 0
         data = b"".join(read(i, "text://a" if i % 2 else f"item://{i}") + b"\n\n" for i in range(1, 201))
         cuts = [0, 5, 6, 90, 91, 400, 1000, 1001, 3000, len(data)]
-        for start, end in zip(cuts, cuts[1:]):
+        for start, end in itertools.pairwise(cuts):
             proc.stdin.write(data[start:end])
             proc.stdin.flush()
             time.sleep(0.02)  # a block of its own
