@@ -136,17 +136,17 @@ class _Batch:
     if none is idle) goes on with it.
     """
 
-    __slots__ = ("answered", "conn", "items", "lock", "replies", "send_bytes", "size", "taken")
+    __slots__ = ("answered", "conn", "items", "lock", "replies", "send_bytes", "size")
 
     def __init__(self, conn: Connection, send_bytes: SendBytes) -> None:
         self.conn = conn
         self.send_bytes = send_bytes
         self.items: deque[FastRead] = deque()  # reads no worker took yet
-        self.replies: deque[tuple[FastRead, bool, Any]] = deque()  # reads done, not yet answered
+        # reads done, not yet answered, with the reply (bytes), the exception, or None (cancelled)
+        self.replies: deque[tuple[FastRead, Any]] = deque()
         self.lock = threading.Lock()  # answering: in the worker, or in the loop's check
         self.size = 0
         self.answered = 0
-        self.taken = 0  # by any worker: a hint of progress
 
     def submit(self) -> None:
         """On the loop, once the block of input was read: hand the batch to the workers."""
@@ -182,9 +182,8 @@ class _Batch:
                 req = items.popleft()
             except IndexError:  # another worker took the last one
                 break
-            self.taken += 1
             if req.cancelled:  # cancelled while it waited for a worker: nobody wants it
-                replies.append((req, True, None))
+                replies.append((req, None))
                 continue
             handler = req.handler
             try:
@@ -209,9 +208,9 @@ class _Batch:
             except BaseException as exc:  # the loop answers it (Request.fail)
                 if isinstance(exc, ResourceNotFound):
                     conn.app.router.forget(req.uri)  # no cache slot for what is not there
-                replies.append((req, False, exc))
+                replies.append((req, exc))
             else:
-                replies.append((req, True, data))
+                replies.append((req, data))
         self.answer()
         return QUIET
 
@@ -221,31 +220,33 @@ class _Batch:
         timed: list[FastRead] = []
         with self.lock:
             replies, inflight = self.replies, self.conn.inflight
+            done = 0
             while replies:
-                req, ok, value = replies.popleft()
-                self.answered += 1
+                req, value = replies.popleft()
+                done += 1
                 if req.cancelled:
                     continue
-                if ok:
+                if type(value) is bytes:
                     inflight.pop(req.id, None)  # before the reply: the client may reuse the id then
                     lines.append(value)
                     if req.started:
                         timed.append(req)
                 else:
                     self.conn.server.runner.deliver(req.finish, False, value)
+            self.answered += done
             if lines:
                 self.send_bytes(lines[0] if len(lines) == 1 else b"".join(lines))
         for req in timed:
             telemetry.timed(req.conn, _READ, req.started)
 
-    def check(self, taken: int) -> bool:
+    def check(self, left: int) -> bool:
         """On the loop, every ``STALL`` seconds or so (``_Watch``): write the replies made so
-        far, and queue the batch again if no read was taken since the last look (``taken``
-        then); False: every read is answered."""
+        far, and queue the batch again if no read was taken since the last look (``left``
+        then waited for a worker); False: every read is answered."""
         self.answer()
         if self.answered >= self.size or self.conn.closed:
             return False
-        if self.items and self.taken == taken:  # none taken meanwhile: stuck behind a slow read, or queued
+        if self.items and len(self.items) == left:  # none taken meanwhile: stuck behind a slow read, or queued
             with contextlib.suppress(LimitExceeded):  # too many jobs waiting: look again later
                 self.conn.server.runner.submit(self.run, _failed)
         return True
@@ -263,7 +264,7 @@ class _Watch:
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
-        self.batches: list[tuple[_Batch, int]] = []  # with how many reads were taken at the last look
+        self.batches: list[tuple[_Batch, int]] = []  # with how many reads waited for a worker at the last look
         self.fresh: list[_Batch] = []  # came since the last tick
         self.ticking = False
 
@@ -274,10 +275,10 @@ class _Watch:
             self.conn.server.loop.call_later(STALL, self.tick)
 
     def tick(self) -> None:
-        kept = [(batch, batch.taken) for batch, taken in self.batches
-                if batch.answered < batch.size and batch.check(taken)]
+        kept = [(batch, len(batch.items)) for batch, left in self.batches
+                if batch.answered < batch.size and batch.check(left)]
         fresh, self.fresh = self.fresh, []
-        kept.extend((batch, 0) for batch in fresh if batch.answered < batch.size)
+        kept.extend((batch, batch.size) for batch in fresh if batch.answered < batch.size)
         self.batches = kept
         if kept and not self.conn.closed:
             self.conn.server.loop.call_later(STALL, self.tick)
