@@ -176,7 +176,8 @@ class _Batch:
         """In a worker (maybe in several at once): make the replies, then write them."""
         items, replies, conn = self.items, self.replies, self.conn
         # read_reply of a short text, its most frequent case, at once (text_reply, inlined)
-        tails, observe, seen, seen_max = TAILS, conn.app.tracker.observe, conn.seen, conn.seen_max
+        tails, seen, seen_max, tracker, exact = TAILS, conn.seen, conn.seen_max, conn.app.tracker, conn.app.router.exact
+        observe, versions, instance_versions = tracker.observe, tracker.versions, tracker.instance_versions
         while items:
             try:
                 req = items.popleft()
@@ -196,10 +197,13 @@ class _Batch:
                         tail, version = known[2], known[3]
                     else:
                         tail, version = text_tail(uri, mime, value)
-                    observe(uri, version)
-                    if len(seen) >= seen_max and uri not in seen:  # a session: never stateless
-                        seen.clear()
-                    seen[uri] = version
+                    # recorded as read_result records it, unless it is what is there already
+                    if (versions.get(uri) if uri in exact else instance_versions.get(uri)) is not version:
+                        observe(uri, version)
+                    if seen.get(uri) is not version:  # a session's: never stateless
+                        if len(seen) >= seen_max and uri not in seen:
+                            seen.clear()
+                        seen[uri] = version
                     data = HEAD + dumps(req.id) + tail
                 else:
                     data = read_reply(req, handler, req.uri, value)

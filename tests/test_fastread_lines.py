@@ -212,3 +212,27 @@ def test_lines_cut_anywhere_between_blocks_over_stdio(tmp_path: Path) -> None:
         proc.stdout.close()
         assert proc.stderr is not None
         proc.stderr.close()
+
+
+async def test_what_fast_reads_record_follows_the_content() -> None:
+    app = App("t", telemetry=False)
+    current = ["one"]
+    app.resource("doc://a")(lambda: current[0])
+    app.template("doc://items/{n}")(lambda n: f"{current[0]} {n}")
+    server, conn, out = block_session(app)
+    try:
+        rid = 0
+        for text in ("one", "one", "two", "two", "one"):
+            current[0] = text
+            for uri, served in (("doc://a", text), ("doc://items/3", f"{text} 3")):
+                rid += 1
+                conn.feed_lines([read(rid, uri)])
+                conn.end_of_input()
+                got = (await answered(out, {rid}))[rid]["result"]["contents"][0]
+                version = text_version(served, "text/plain")
+                assert got["text"] == served and got["_meta"][META_VERSION] == version
+                assert app.tracker.version(uri) == version and conn.seen[uri] == version
+        assert app.tracker.versions["doc://a"] == text_version("one", "text/plain")
+        assert app.tracker.instance_versions["doc://items/3"] == text_version("one 3", "text/plain")
+    finally:
+        server.close()
