@@ -2,35 +2,31 @@
 
 The most frequent request of a stdio session: a handshake-era read, no ``_meta``, no
 extension that changes the result, no access log or span, a sync handler without a
-``Context``.  ``Connection.feed`` hands such a message here before anything else; this
-checks what the general path would check (an id, a URI within the limit, an id not
-in flight, room for one more in flight, a match) and adds the read to the batch of this
-loop iteration.  A worker runs the batch: it calls the handlers, hashes and encodes the
+``Context``.  A transport that writes encoded replies hands its input here, a block of
+lines at a time (``Connection.feed_lines``; ``Connection.feed`` one message): each line
+is decoded, and a read checked for what the general path would check (an id, a URI within
+the limit, an id not in flight, room for one more in flight, a match) and added to the
+batch of this block, with what every read looks at taken from the connection once.  A
+worker runs the batch (``_fastbatch``): it calls the handlers, hashes and encodes the
 whole replies and writes them, all at once (``send_bytes`` may be called from any
 thread), so the loop thread only decodes lines, looks URIs up and is not woken for
 finished reads.  Cancellation, the in-flight cap and ids behave as on the general path;
-anything else (and every failure) goes the general way, answered exactly as before.
+anything else (and every failure) goes the general way (``Connection.receive``),
+answered exactly as before.
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from orjson import dumps
 
 from . import telemetry
-from ._runner import QUIET, STALL
-from .contents import TEXT_MIME
+from ._fastbatch import BIG_KEY, ReadBatch, failed
 from .eras import HANDSHAKE, error_response
-from .errors import LimitExceeded, ParseError, ResourceNotFound
-from .methods.reading import HEAD, TAIL_TEXT, TAILS, read_reply, text_tail
+from .errors import LimitExceeded, ParseError
 from .optin import OptIn
 from .request import Request, Send
 
@@ -40,14 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["read_lines"]
 
-log = logging.getLogger("resourcekit")
-
-SendBytes = Callable[[bytes], None]
 _READ = "resources/read"
-# a handler whose replies are this big (bytes) gets a job per read, not a place in a batch:
-# the hashing of several runs in parallel, outside the GIL
-_BIG = 1 << 16
-_BIG_KEY = "big_reads"
 _now = time.perf_counter
 _NO_ARGUMENTS: dict[str, Any] = {}  # a resource's handler takes none (never changed: only passed on)
 
@@ -55,9 +44,10 @@ _NO_ARGUMENTS: dict[str, Any] = {}  # a resource's handler takes none (never cha
 class FastRead(Request):
     """A read in flight that a worker answers with the encoded reply (see the module).
 
-    Made without Request's ``__init__`` (``_start``): a read stores its connection, id, URI, handler,
-    arguments and ``cancelled``; what is the same for every fast read of a session is a class
-    attribute or comes from the connection (these hide Request's slots of the same name).
+    Made without Request's ``__init__`` (``read_lines``): a read stores its connection, id, URI,
+    handler, arguments and ``cancelled``; what is the same for every fast read of a session is a
+    class attribute or comes from the connection (these hide Request's slots of the same name;
+    ``params`` is the read's URI alone, none of the others reaches a handler).
     """
 
     __slots__ = ("handler", "kwargs", "uri")
@@ -72,7 +62,7 @@ class FastRead(Request):
     principal = None
     meta: dict[str, Any] = {}  # never changed: no Context sees it
     started = 0.0  # when telemetry times it (a sampled-out request: its duration only): _TimedRead
-    # made with no arguments, fields stored by ``_start``: object's __init__ (C) rather than Request's
+    # made with no arguments, fields stored by ``read_lines``: object's __init__ (C), not Request's
     __init__ = object.__init__
 
     # Request's other fields, asked only when a read fails or is cancelled
@@ -124,179 +114,6 @@ class _TimedRead(FastRead):
     started: float
 
 
-class _Batch:
-    """Fast reads for the workers, as one job: those of one loop iteration (one block of input),
-    or one read of a handler whose replies are big.
-
-    A worker runs them in order, then writes all their replies at once, itself: the loop
-    is not woken for them (only a failure goes back to it, to be answered as on the general
-    path).  A read that blocks must not hold up the others: every ``STALL`` seconds until
-    all are answered the loop writes the replies made so far, and while reads are left
-    and none was taken meanwhile, queues the batch again, so that another worker (started
-    if none is idle) goes on with it.
-    """
-
-    __slots__ = ("answered", "conn", "items", "lock", "replies", "send_bytes", "size")
-
-    def __init__(self, conn: Connection, send_bytes: SendBytes) -> None:
-        self.conn = conn
-        self.send_bytes = send_bytes
-        self.items: deque[FastRead] = deque()  # reads no worker took yet
-        # reads done, not yet answered, with the reply (bytes), the exception, or None (cancelled)
-        self.replies: deque[tuple[FastRead, Any]] = deque()
-        self.lock = threading.Lock()  # answering: in the worker, or in the loop's check
-        self.size = 0
-        self.answered = 0
-
-    def submit(self) -> None:
-        """On the loop, once the block of input was read: hand the batch to the workers."""
-        conn = self.conn
-        if conn.fast_batch is not self:
-            return  # submitted already
-        conn.fast_batch = None  # the next read starts a new one
-        if conn.closed:
-            return
-        self.size = len(self.items)
-        if not self.size:  # the reads of this iteration all went the general way
-            return
-        try:
-            conn.server.runner.submit(self.run, _failed)
-        except LimitExceeded as exc:  # too many jobs waiting: each read says so
-            for req in self.items:
-                req.finish(False, exc)
-            self.items.clear()
-            return
-        if self.size > 1:
-            watch = conn.fast_watch
-            if watch is None:
-                watch = conn.fast_watch = _Watch(conn)
-            watch.add(self)
-
-    def run(self) -> Any:
-        """In a worker (maybe in several at once): make the replies, then write them."""
-        items, replies, conn = self.items, self.replies, self.conn
-        # read_reply of a short text, its most frequent case, at once (text_reply, inlined)
-        tails, seen, seen_max, tracker, exact = TAILS, conn.seen, conn.seen_max, conn.app.tracker, conn.app.router.exact
-        observe, versions, instance_versions = tracker.observe, tracker.versions, tracker.instance_versions
-        while items:
-            try:
-                req = items.popleft()
-            except IndexError:  # another worker took the last one
-                break
-            if req.cancelled:  # cancelled while it waited for a worker: nobody wants it
-                replies.append((req, None))
-                continue
-            handler = req.handler
-            try:
-                kwargs = req.kwargs
-                value = handler.fn(**kwargs) if kwargs else handler.fn()
-                if type(value) is str and len(value) <= TAIL_TEXT:
-                    uri, mime = req.uri, handler.mime_type or TEXT_MIME
-                    known = tails.get(uri)
-                    if known is not None and known[0] == value and known[1] == mime:
-                        tail, version = known[2], known[3]
-                    else:
-                        tail, version = text_tail(uri, mime, value)
-                    # recorded as read_result records it, unless it is what is there already
-                    if (versions.get(uri) if uri in exact else instance_versions.get(uri)) is not version:
-                        observe(uri, version)
-                    if seen.get(uri) is not version:  # a session's: never stateless
-                        if len(seen) >= seen_max and uri not in seen:
-                            seen.clear()
-                        seen[uri] = version
-                    data = HEAD + dumps(req.id) + tail
-                else:
-                    data = read_reply(req, handler, req.uri, value)
-                    if len(data) >= _BIG and not handler.remembered(_BIG_KEY):
-                        handler.remember(_BIG_KEY, True)
-            except BaseException as exc:  # the loop answers it (Request.fail)
-                if isinstance(exc, ResourceNotFound):
-                    conn.app.router.forget(req.uri)  # no cache slot for what is not there
-                replies.append((req, exc))
-            else:
-                replies.append((req, data))
-        self.answer()
-        return QUIET
-
-    def answer(self) -> None:
-        """Write the replies made so far (a cancelled read's is dropped); from any thread."""
-        lines = []
-        timed: list[FastRead] = []
-        with self.lock:
-            replies, inflight = self.replies, self.conn.inflight
-            done = 0
-            while replies:
-                req, value = replies.popleft()
-                done += 1
-                if req.cancelled:
-                    continue
-                if type(value) is bytes:
-                    inflight.pop(req.id, None)  # before the reply: the client may reuse the id then
-                    lines.append(value)
-                    if req.started:
-                        timed.append(req)
-                else:
-                    self.conn.server.runner.deliver(req.finish, False, value)
-            self.answered += done
-            if lines:
-                self.send_bytes(lines[0] if len(lines) == 1 else b"".join(lines))
-        for req in timed:
-            telemetry.timed(req.conn, _READ, req.started)
-
-    def check(self, left: int) -> bool:
-        """On the loop, every ``STALL`` seconds or so (``_Watch``): write the replies made so
-        far, and queue the batch again if no read was taken since the last look (``left``
-        then waited for a worker); False: every read is answered."""
-        self.answer()
-        if self.answered >= self.size or self.conn.closed:
-            return False
-        if self.items and len(self.items) == left:  # none taken meanwhile: stuck behind a slow read, or queued
-            with contextlib.suppress(LimitExceeded):  # too many jobs waiting: look again later
-                self.conn.server.runner.submit(self.run, _failed)
-        return True
-
-
-class _Watch:
-    """The batches of a connection that may still have reads to answer, looked at by one timer
-    every ``STALL`` seconds while there are any (not a timer per batch).
-
-    A batch is first looked at on the second tick after it came: ``STALL`` to ``2 * STALL``
-    seconds after, so that a batch merely waiting its turn is not queued again.
-    """
-
-    __slots__ = ("batches", "conn", "fresh", "ticking")
-
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-        self.batches: list[tuple[_Batch, int]] = []  # with how many reads waited for a worker at the last look
-        self.fresh: list[_Batch] = []  # came since the last tick
-        self.ticking = False
-
-    def add(self, batch: _Batch) -> None:
-        self.fresh.append(batch)
-        if not self.ticking:
-            self.ticking = True
-            self.conn.server.loop.call_later(STALL, self.tick)
-
-    def tick(self) -> None:
-        kept = [(batch, len(batch.items)) for batch, left in self.batches
-                if batch.answered < batch.size and batch.check(left)]
-        fresh, self.fresh = self.fresh, []
-        kept.extend((batch, batch.size) for batch in fresh if batch.answered < batch.size)
-        self.batches = kept
-        if kept and not self.conn.closed:
-            self.conn.server.loop.call_later(STALL, self.tick)
-        else:
-            self.ticking = False
-            self.batches = []
-
-
-def _failed(ok: bool, value: Any) -> None:
-    """A batch job's own outcome, were it ever delivered: it answers its reads itself."""
-    if not ok:
-        log.error("a batch of reads failed", exc_info=value)
-
-
 def read_lines(conn: Connection, lines: Iterable[bytes | str]) -> None:
     """Decode and handle each line that is not blank; a read that may take this path joins the
     connection's batch, the others go the general way (``Connection.receive``).
@@ -311,7 +128,7 @@ def read_lines(conn: Connection, lines: Iterable[bytes | str]) -> None:
     if batch is None and _fast_session(conn):
         # the connection's state, looked at when a batch starts: within one loop iteration only
         # a telemetry provider configured meanwhile could change it, and its spans begin a read later
-        batch = conn.fast_batch = _Batch(conn, conn.send_bytes)  # type: ignore[arg-type]
+        batch = conn.fast_batch = ReadBatch(conn, conn.send_bytes)  # type: ignore[arg-type]
         if not conn.input_ends_batches:  # else the transport submits it at the end of its block of input
             conn.server.loop.call_soon(batch.submit)
     if batch is None:
@@ -377,12 +194,12 @@ def read_lines(conn: Connection, lines: Iterable[bytes | str]) -> None:
         req.kwargs = kwargs
         req.cancelled = False
         memo = handler.memo
-        if memo is not None and memo.get(_BIG_KEY):  # a batch of its own: big ones hash in parallel
-            single = _Batch(conn, batch.send_bytes)
+        if memo is not None and memo.get(BIG_KEY):  # a batch of its own: big ones hash in parallel
+            single = ReadBatch(conn, batch.send_bytes)
             single.items.append(req)
             single.size = 1
             try:
-                conn.server.runner.submit(single.run, _failed)
+                conn.server.runner.submit(single.run, failed)
             except LimitExceeded:  # too many jobs waiting: the general path says so
                 if dropped:
                     telemetry.redraw(dropped)  # its span is decided by the same trace id there
