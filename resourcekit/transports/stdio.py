@@ -34,6 +34,7 @@ log = logging.getLogger("resourcekit")
 SHUTDOWN_GRACE = 5.0
 OUTPUT_HIGH_WATER = 1024 * 1024  # bytes of unread output before stdin is no longer read
 PIPE_SIZE = 1024 * 1024  # bytes a stdout pipe holds (when the system lets us)
+READ_SIZE = 64 * 1024  # bytes of stdin read at a time at most
 
 
 class _Writer:
@@ -283,6 +284,10 @@ async def serve_stdio(app: Registry, stdin: Any = None, stdout_fd: int | None = 
     read_transport: Any = None
     if _pollable(stdin):
         read_transport, _ = await loop.connect_read_pipe(lambda: reader, stdin)
+        # asyncio reads 256 KiB at a time: a buffer that size is mapped and unmapped on every
+        # read (three system calls, page faults); one of READ_SIZE stays on the heap
+        if isinstance(getattr(read_transport, "max_size", None), int):
+            read_transport.max_size = READ_SIZE
         flow.reading = read_transport
     else:  # a regular file or /dev/null (nohup, systemd, docker run without -i): epoll refuses them
         file_reader = loop.create_task(_read_file(stdin, reader, flow))
