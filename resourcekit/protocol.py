@@ -14,13 +14,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from . import accesslog, telemetry
-from ._fastread import read_fast
+from ._fastread import read_lines
 from ._runner import ThreadRunner
 from .context import LEVEL_RANK
 from .eras import HANDSHAKE, STATELESS, Era, error_response
@@ -145,6 +145,7 @@ class Connection:
         # take the fast path (_fastread)
         self.send_bytes: Callable[[bytes], None] | None = None
         self.fast_batch: Any = None  # the fast reads of this loop iteration (_fastread)
+        self.fast_watch: Any = None  # looks at the batches that may not be answered yet (_fastread)
         self.input_ends_batches = False  # the transport calls end_of_input() after each block
         self.stateless = stateless
         self.protocol_version: str | None = None
@@ -176,17 +177,21 @@ class Connection:
         if self.fast_batch is not None:
             self.fast_batch.submit()
 
+    def feed_lines(self, lines: Iterable[bytes]) -> None:
+        """``feed`` each line of a block of input that is not blank (then ``end_of_input``)."""
+        read_lines(self, lines)
+
     def feed(self, data: bytes | str, reply: Send | None = None) -> None:
         """Decode one message (or a batch) and handle it."""
+        if reply is None and self.send_bytes is not None and data and not data.isspace():
+            read_lines(self, (data,))  # reads may take the fast path (_fastread)
+            return
         try:
             message = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
             (reply or self.send)(error_response(None, ParseError(f"Parse error: {exc}")))
             return
         if type(message) is dict:  # ``receive``, inlined for the common case
-            if (reply is None and self.send_bytes is not None and message.get("method") == "resources/read"
-                    and read_fast(self, message, self.send_bytes)):
-                return
             self._receive_one(message, reply or self.send)
         else:
             self.receive(message, reply)

@@ -78,6 +78,9 @@ async def test_a_long_line_in_small_reads_costs_linear_time() -> None:
         def feed(self, line: bytes) -> None:
             lines.append(line)
 
+        def feed_lines(self, block: list[bytes]) -> None:
+            lines.extend(line for line in block if line.strip())
+
         def send(self, message: object) -> None:
             raise AssertionError(message)
 

@@ -38,9 +38,9 @@ from .wire import capabilities, fresh_resource, last_segment, seed_fields
 if TYPE_CHECKING:
     from .._runner import Callback
     from ..handler import Handler
-    from ..protocol import Request
+    from ..protocol import Connection, Request
 
-__all__ = ["METHODS", "read_reply", "serve"]
+__all__ = ["HEAD", "METHODS", "TAILS", "TAIL_TEXT", "read_reply", "serve", "text_reply", "text_tail"]
 
 log = logging.getLogger("resourcekit")
 
@@ -166,8 +166,52 @@ def read_result(req: Request, handler: Handler, uri: str, value: Any) -> dict[st
 def read_reply(req: Request, handler: Handler, uri: str, value: Any) -> bytes:
     """The whole response to a session's read, encoded as one JSON line (by the worker that
     ran the handler, so the loop thread only writes it)."""
+    if type(value) is str and len(value) <= TAIL_TEXT and not req.modern:
+        return text_reply(req.conn, req.id, uri, handler.mime_type or TEXT_MIME, value)
     return dumps({"jsonrpc": "2.0", "id": req.id, "result": read_result(req, handler, uri, value)},
                  option=OPT_APPEND_NEWLINE)
+
+
+HEAD = b'{"jsonrpc":"2.0","id":'  # a reply's bytes before its id
+_RESULT = b',"result":'
+TAIL_TEXT = 256  # characters: short texts' replies are remembered, by URI (those of read_result)
+_TAIL_URI = 256
+_TAIL_SIZE = 4096  # URIs (as many as the router caches); the table starts over when full
+# uri -> (text, mimeType, the reply's bytes after its id, version): read by fast reads directly
+TAILS: dict[str, tuple[str, str, bytes, str]] = {}
+
+
+def text_reply(conn: Connection, rid: int | str, uri: str, mime: str, text: str) -> bytes:
+    """``read_reply`` of a short text (a handshake-era session): a read encodes its id only when
+    ``uri`` served the same text before (``text_tail``); what a read records (the tracker's
+    version, the session's ``seen``) is recorded on every read."""
+    known = TAILS.get(uri)
+    if known is not None and known[0] == text and known[1] == mime:  # == on the same str: no compare
+        tail, version = known[2], known[3]
+    else:
+        tail, version = text_tail(uri, mime, text)
+    conn.app.tracker.observe(uri, version)
+    if not conn.stateless:  # as in read_result
+        seen = conn.seen
+        if len(seen) >= conn.seen_max and uri not in seen:
+            seen.clear()
+        seen[uri] = version
+    return HEAD + dumps(rid) + tail
+
+
+def text_tail(uri: str, mime: str, text: str) -> tuple[bytes, str]:
+    """The bytes of a read's reply after its id, and the version, for a short text; remembered in
+    ``TAILS``.  They are a function of the URI, the mimeType and the text (the version is their
+    hash): the bytes ``read_result`` would give.  Workers may run this at once: the table's
+    reads and writes are single dict operations."""
+    version = text_version(text, mime)
+    tail = _RESULT + dumps({"contents": [{"uri": uri, "mimeType": mime, "text": text,
+                                          "_meta": {META_VERSION: version}}]}) + b"}\n"
+    if len(uri) <= _TAIL_URI:
+        if len(TAILS) >= _TAIL_SIZE and uri not in TAILS:
+            TAILS.clear()
+        TAILS[uri] = (text, mime, tail, version)
+    return tail, version
 
 
 def _read_result_sep_2093(req: Request, handler: Handler, uri: str, value: Any, is_listable: bool) -> dict[str, Any]:

@@ -34,6 +34,7 @@ log = logging.getLogger("resourcekit")
 SHUTDOWN_GRACE = 5.0
 OUTPUT_HIGH_WATER = 1024 * 1024  # bytes of unread output before stdin is no longer read
 PIPE_SIZE = 1024 * 1024  # bytes a stdout pipe holds (when the system lets us)
+READ_SIZE = 64 * 1024  # bytes of stdin read at a time at most
 
 
 class _Writer:
@@ -178,29 +179,43 @@ class _Reader(asyncio.Protocol):
         self._skipping = False
 
     def data_received(self, data: bytes) -> None:
-        self._split(data)
+        if self._skipping or self._pending:
+            start = self._finish_line(data)
+            data = data[start:] if start >= 0 else b""
+        if len(data) > self._limit:
+            self._split(data)
+        elif data:  # the common block: whole lines (none too large), maybe the start of one more
+            lines = data.split(b"\n")
+            rest = lines.pop()
+            self._conn.feed_lines(lines)
+            if rest:
+                self._pending += rest
         self._conn.end_of_input()
 
+    def _finish_line(self, data: bytes) -> int:
+        """The line begun in an earlier block (or skipped as too large) ends in ``data``?  Then
+        handle it, and where the rest of ``data`` starts; else -1."""
+        end = data.find(b"\n")
+        if end < 0:
+            if not self._skipping:
+                self._pending += data
+                if len(self._pending) > self._limit:
+                    self._too_large()
+                    self._pending.clear()
+                    self._skipping = True
+            return -1
+        if self._skipping:
+            self._skipping = False
+        else:
+            self._pending += data[:end]
+            line = bytes(self._pending)
+            self._pending.clear()
+            self._line(line)
+        return end + 1
+
     def _split(self, data: bytes) -> None:
+        """A block bigger than a message may be: each line checked for its size."""
         start = 0
-        if self._skipping or self._pending:
-            end = data.find(b"\n")
-            if end < 0:
-                if not self._skipping:
-                    self._pending += data
-                    if len(self._pending) > self._limit:
-                        self._too_large()
-                        self._pending.clear()
-                        self._skipping = True
-                return
-            if self._skipping:
-                self._skipping = False
-            else:
-                self._pending += data[:end]
-                line = bytes(self._pending)
-                self._pending.clear()
-                self._line(line)
-            start = end + 1
         find, feed, limit = data.find, self._conn.feed, self._limit
         while True:
             end = find(b"\n", start)
@@ -269,6 +284,10 @@ async def serve_stdio(app: Registry, stdin: Any = None, stdout_fd: int | None = 
     read_transport: Any = None
     if _pollable(stdin):
         read_transport, _ = await loop.connect_read_pipe(lambda: reader, stdin)
+        # asyncio reads 256 KiB at a time: a buffer that size is mapped and unmapped on every
+        # read (three system calls, page faults); one of READ_SIZE stays on the heap
+        if isinstance(getattr(read_transport, "max_size", None), int):
+            read_transport.max_size = READ_SIZE
         flow.reading = read_transport
     else:  # a regular file or /dev/null (nohup, systemd, docker run without -i): epoll refuses them
         file_reader = loop.create_task(_read_file(stdin, reader, flow))
