@@ -6,10 +6,10 @@ changes the result, no ``auth`` hook, no Redis, no access log or span, a sync ha
 found; this checks what the general path would check (an id, a URI within the limit, an id not
 in flight, room for one more in flight, a match) and adds the read to the batch of this loop
 iteration.  One worker job runs the batch (the handlers still run off the loop): each read's
-whole response body is encoded there (a short text's encoded result is remembered by handler,
-URI and text), and the outcomes go back to the loop in one wake-up, which only hands each
-POST its response.  A read that blocks holds up no other: the loop queues a batch again when none of
-its reads was taken for ``STALL`` seconds.  A cancelled read (``notifications/cancelled``, the
+whole response body is encoded there (a short text's reply is encoded but for its id once per
+URI and text, as over stdio: ``text_reply``), and the outcomes go back to the loop in one wake-up,
+which only hands each POST its response.  A read that blocks holds up no other: the loop queues a
+batch again when none of its reads was taken for ``STALL`` seconds.  A cancelled read (``notifications/cancelled``, the
 end of its session) wakes its POST with what ``exchange`` would be woken with, so cancellation,
 the in-flight cap and ids behave as there; anything else (and every failure of these checks)
 goes the general way, answered exactly as before, and a handler's exception is answered as the
@@ -30,11 +30,11 @@ from orjson import dumps
 
 from ... import telemetry
 from ..._runner import QUIET, STALL
+from ...contents import TEXT_MIME
 from ...eras import HANDSHAKE, error_response
 from ...errors import LimitExceeded, ResourceNotFound
-from ...methods.reading import read_result
+from ...methods.reading import TAIL_TEXT, read_result, text_reply
 from ...request import Request
-from ...versions import META_VERSION
 from ._exchange import unanswered
 from ._headers import JSON_TYPE, Send, status_of
 from ._sse import CANCELLED, ENDED
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from ..._runner import ThreadRunner
     from ...handler import Handler
     from ...protocol import Connection
-    from ...tracking import Tracker
 
 __all__ = ["HttpRead", "Reads", "answered", "read_http"]
 
@@ -54,11 +53,6 @@ _NO_ARGUMENTS: dict[str, Any] = {}  # a resource's handler takes none (never cha
 _now = time.perf_counter
 _bare = object.__new__
 Response = tuple[dict[str, Any], dict[str, Any]]  # http.response.start, http.response.body
-# the encoded result of a short text, by (handler, URI, text): equal texts have equal versions, so a
-# read of one seen before only records its version (as read_result does) and copies it
-_SHORT = 256  # characters
-_RESULTS: dict[tuple[Handler, str, str], tuple[str, bytes]] = {}
-_RESULTS_MAX = 2048  # the table starts over when full (1 MB at most)
 
 
 class HttpRead(Request):
@@ -104,8 +98,8 @@ class HttpRead(Request):
         if not waiter.done():
             waiter.set_result(message)
 
-    def run(self, tracker: Tracker) -> Response | None:
-        """In a worker: the handler's value, as the whole response (``tracker``: the app's)."""
+    def run(self) -> Response | None:
+        """In a worker: the handler's value, as the whole response."""
         if self.cancelled:
             return None  # cancelled while it waited for a worker: nobody wants it
         handler, uri, kwargs = self.handler, self.uri, self.kwargs
@@ -114,24 +108,8 @@ class HttpRead(Request):
         except ResourceNotFound:
             self.conn.app.router.forget(uri)  # no cache slot for what is not there
             raise
-        if type(value) is str and len(value) <= _SHORT:  # the most common read: its result was encoded before
-            key = (handler, uri, value)
-            known = _RESULTS.get(key)
-            if known is None:
-                result = read_result(self, handler, uri, value)
-                known = (result["contents"][0]["_meta"][META_VERSION], dumps(result))
-                if len(_RESULTS) >= _RESULTS_MAX:
-                    _RESULTS.clear()
-                _RESULTS[key] = known
-            else:  # what read_result records of a read (the version served, where a subscription starts)
-                version = known[0]
-                conn = self.conn
-                tracker.observe(uri, version)
-                seen = conn.seen
-                if len(seen) >= conn.seen_max and uri not in seen:
-                    seen.clear()
-                seen[uri] = version
-            body = b'{"jsonrpc":"2.0","id":%b,"result":%b}' % (dumps(self.id), known[1])
+        if type(value) is str and len(value) <= TAIL_TEXT:  # the most common read: its reply's tail encoded before
+            body = text_reply(self.conn, self.id, uri, handler.mime_type or TEXT_MIME, value)[:-1]  # no newline
         else:
             body = dumps({"jsonrpc": "2.0", "id": self.id, "result": read_result(self, handler, uri, value)})
         # the two ASGI messages of the response, made here: the loop only sends them
@@ -181,7 +159,7 @@ class Reads:
     def add(self, req: HttpRead, loop: asyncio.AbstractEventLoop) -> None:
         batch = self.batch
         if batch is None:
-            batch = self.batch = _Batch(req.conn.server.runner, req.conn.app.tracker)
+            batch = self.batch = _Batch(req.conn.server.runner)
             loop.call_soon(self.submit, loop)
         batch.items.append(req)
 
@@ -226,11 +204,10 @@ class _Batch:
     """Reads for the workers, as one job that may run in several workers at once; their
     outcomes go back to the loop together (``flush``), as they come."""
 
-    __slots__ = ("flushing", "items", "results", "runner", "seen", "taken", "tracker")
+    __slots__ = ("flushing", "items", "results", "runner", "seen", "taken")
 
-    def __init__(self, runner: ThreadRunner, tracker: Tracker) -> None:
+    def __init__(self, runner: ThreadRunner) -> None:
         self.runner = runner
-        self.tracker = tracker
         self.items: deque[HttpRead] = deque()  # reads no worker took yet
         self.results: deque[tuple[HttpRead, bool, Any]] = deque()  # outcomes the loop has not seen
         self.flushing = False  # a flush is on its way to the loop
@@ -240,7 +217,7 @@ class _Batch:
     def run(self) -> Any:
         """In a worker: each read in turn, its outcome handed to the loop as it ends (one wake-up
         for the outcomes that come while the loop is busy)."""
-        items, results, tracker = self.items, self.results, self.tracker
+        items, results = self.items, self.results
         while True:
             try:
                 req = items.popleft()
@@ -248,7 +225,7 @@ class _Batch:
                 return QUIET
             self.taken += 1
             try:
-                results.append((req, True, req.run(tracker)))
+                results.append((req, True, req.run()))
             except BaseException as exc:  # the loop answers it (Request.fail)
                 results.append((req, False, exc))
             if not self.flushing:
