@@ -1305,9 +1305,10 @@ def markdown(doc: dict[str, Any]) -> str:
         "",
         *[f"- {k}: {v}" for k, v in doc["versions"].items()],
         "- raw limit: over stdio `servers/raw_loop.py` (blocking reads of 64 KiB blocks, lines split by hand, "
-        "`orjson.loads`, an if-chain, the reply dict built by hand, one `os.write` per batch of replies; no asyncio, "
-        "no hashing); over HTTP (W5) `servers/raw_http.py`, an asyncio HTTP/1.1 server with the same hand-built "
-        "replies.",
+        "`orjson.loads`, an if-chain, the reply dict built by hand, one `os.write` per batch of replies, `os.writev` "
+        "when big; no asyncio, no hashing); W6's handler returns a new `str` per read (decoded from bytes, as from "
+        "a file) in every server; over HTTP (W5) `servers/raw_http.py`, an asyncio HTTP/1.1 server with the same "
+        "hand-built replies.",
         *(["- bare ASGI on uvicorn (W5 only): `servers/raw_asgi.py`, the same hand-built replies as one ASGI "
            "callable under uvicorn with httptools and uvloop, access log, `Server` and `Date` headers off: the best "
            "any framework on uvicorn can do."] if "asgi" in names else []),
