@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import hashlib
 import os
-import pathlib
-from collections.abc import Iterable, Mapping
-from typing import Any
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+if TYPE_CHECKING:
+    import hashlib
+    import pathlib
 
 __all__ = ["TEXT_MIME", "Blob", "Content", "Text", "guess_mime_type", "text_version", "to_contents", "version_of"]
 
@@ -105,6 +108,31 @@ class Content:
         return wire
 
 
+def _bind_hashes() -> None:
+    """Bind hashlib's constructors in place of the two below (once; a race binds the same ones):
+    importing hashlib (its OpenSSL half) is 2.5 ms of start-up, and a server answers
+    ``initialize`` without hashing anything."""
+    global blake2b, sha256
+    import hashlib  # deferred for start-up, see above
+
+    blake2b, sha256 = hashlib.blake2b, hashlib.sha256
+
+
+def _first_blake2b(data: bytes = b"", *, digest_size: int = 64) -> hashlib.blake2b:
+    _bind_hashes()
+    return blake2b(data, digest_size=digest_size)
+
+
+def _first_sha256(data: bytes = b"") -> hashlib._Hash:
+    _bind_hashes()
+    return sha256(data)
+
+
+# hashlib.blake2b and hashlib.sha256 from the first hash on (call them through the module:
+# ``from .contents import blake2b`` would keep the stand-in)
+blake2b: Callable[..., hashlib.blake2b] = _first_blake2b
+sha256: Callable[..., hashlib._Hash] = _first_sha256
+
 _SHORT = 1 << 16  # bytes: below, one BLAKE2b call is cheapest; above, SHA-256 (SHA extensions)
 _SUFFIXES: dict[str, bytes] = {}
 
@@ -123,13 +151,13 @@ def version_of(data: bytes, mime_type: str) -> str:
         if len(_SUFFIXES) < 256:  # mimeTypes are few; never let them pile up
             _SUFFIXES[mime_type] = suffix
     if len(data) < _SHORT:
-        return hashlib.blake2b(data + suffix, digest_size=16).hexdigest()
+        return blake2b(data + suffix, digest_size=16).hexdigest()
     return _long_version((data,), suffix)
 
 
 def _long_version(pieces: Iterable[bytes], suffix: bytes) -> str:
     """``version_of`` contents of ``_SHORT`` bytes or more, given in pieces: SHA-256."""
-    digest = hashlib.sha256()
+    digest = sha256()
     for piece in pieces:
         digest.update(piece)
     digest.update(suffix)
@@ -193,7 +221,7 @@ def combined_version(contents: list[Content]) -> str:
     """The version of a whole read: its single content's, or a hash over all of them."""
     if len(contents) == 1:
         return contents[0].version
-    digest = hashlib.sha256()
+    digest = sha256()
     for content in contents:
         digest.update(content.uri.encode() + b"\0" + content.version.encode())
     return digest.hexdigest()[:32]
@@ -235,7 +263,8 @@ def _json_default(value: Any) -> Any:
         return dump(mode="json")
     if isinstance(value, (set, frozenset)):
         return sorted(value, key=repr)
-    if isinstance(value, pathlib.PurePath):
+    paths = sys.modules.get("pathlib")  # a path comes from a module that imported pathlib (start-up need not)
+    if paths is not None and isinstance(value, paths.PurePath):
         return str(value)
     if isinstance(value, bytes):
         return base64.b64encode(value).decode("ascii")
@@ -272,7 +301,8 @@ def _one(uri: str, value: Any, mime_type: str | None) -> Content:
     if isinstance(value, Blob):
         return Content(value.uri or uri, value.mime_type or mime_type or BINARY_MIME, None,
                        value.data, value.meta)
-    if isinstance(value, pathlib.Path):
+    paths = sys.modules.get("pathlib")  # a Path comes from a module that imported pathlib (start-up need not)
+    if paths is not None and isinstance(value, paths.Path):
         return _file_content(uri, value, mime_type)
     if value is None:
         raise TypeError("handler returned None; return str, bytes, JSON data, a Path, Text or Blob")

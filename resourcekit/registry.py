@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .contents import guess_mime_type
 from .errors import (
     DefinitionError,
+    DuplicateResourceError,
     MissingParameterError,
     QueryDefaultError,
     TemplateSyntaxError,
@@ -18,7 +19,7 @@ from .errors import (
     bad_resource_uri,
     decorator_without_uri,
 )
-from .handler import DEFAULT_OPTIONS, Handler, Options, completers_for, normalize_annotations
+from .handler import DEFAULT_OPTIONS, Handler, Options, completers_for, normalize_annotations, plain_handler
 from .limits import DEFAULT_LIMITS, Limits
 from .pagination import SeqIndex
 from .router import Router
@@ -176,16 +177,19 @@ class Registry:
         if not uri or "{" in uri or "}" in uri or ":" not in uri:  # a str: its callers checked
             raise bad_resource_uri(uri)
         sig = self._signatures.signature(fn)
-        for param in sig.params.values() if sig.params else ():
-            if param.required:
-                raise UnknownParameterError(uri, param.name, sig.name)
-        if _PLAIN.issuperset(options):  # no listed object kept, no Options: see Handler.wire
-            mime_type = _mime_type(options.get("mime_type"), sig, uri)
-            name = options.get("name") or sig.name
-            return self._insert(Handler(uri, None, fn, sig, mime_type, None, DEFAULT_OPTIONS, 0, name))
-        if "lister" in options or "complete" in options:
-            raise DefinitionError(f"lister and complete are template options; {uri!r} is a resource")
-        return self._register(fn, uri, None, sig, **options)
+        if sig.params:
+            for param in sig.params.values():
+                if param.required:
+                    raise UnknownParameterError(uri, param.name, sig.name)
+        if not _PLAIN.issuperset(options):
+            if "lister" in options or "complete" in options:
+                raise DefinitionError(f"lister and complete are template options; {uri!r} is a resource")
+            return self._register(fn, uri, None, sig, **options)
+        # a plain resource: no listed object kept, no Options (see Handler.wire)
+        mime_type = options.get("mime_type")
+        if not mime_type:  # _mime_type's rule, in one step for a URI without a "." (nothing to guess from)
+            mime_type = _mime_type(mime_type, sig, uri) if "." in uri else sig.mime_type
+        return self._insert(plain_handler(uri, fn, sig, mime_type, options.get("name") or sig.name))
 
     def add_template(self, fn: Callable[..., Any], uri_template: str, **options: Unpack[TemplateOptions]) -> Handler:
         """Register ``fn`` behind a URI template (what ``@app.template`` does)."""
@@ -269,10 +273,12 @@ class Registry:
         try:
             self._seq += 1
             handler.seq = seq = self._seq
-            self.router.add(handler)
-            if handler.template is None:
+            if handler.template is None:  # Router.add's check in one C call: declaring 100,000 is a hot path
+                if self.router.claim(handler.uri, handler) is not handler:
+                    raise DuplicateResourceError(handler.uri, handler.uri)
                 self.resources.append(seq, handler)
             else:
+                self.router.add(handler)
                 self.templates.append(seq, handler)
                 if listed:
                     self.listed_templates.append(seq, handler)
@@ -385,6 +391,6 @@ def _mime_type(declared: str | None, sig: Signature, uri: str) -> str | None:
     """The declared mimeType, else the return annotation's; when neither is telling, a URI
     ending in .png or .md says more than a bare ``bytes``/``str``."""
     mime_type = declared or sig.mime_type
-    if declared is None and mime_type in _GUESSABLE:
+    if declared is None and mime_type in _GUESSABLE and "." in uri:  # most URIs: no call
         mime_type = guess_mime_type(uri, "") or mime_type
     return mime_type

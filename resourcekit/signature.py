@@ -204,24 +204,32 @@ class SignatureCache:
         entry = self._last
         if entry is None or entry[0] is not code:
             entry = self._entries.get(code)
-        if entry is not None:
-            known, at = entry[1], entry[2]
-            if at >= 0:
-                known[at] = fn.__closure__  # the cells are the one fact that differs (elsewhere: unequal)
-            try:
-                same = known == facts
-            except Exception:  # a default whose == raises or is not a bool (an array): inspect
-                same = False
-            if at >= 0:
-                known[at] = None  # the cache keeps no function's cells (nor what they hold) alive
-            if same:
-                self._last = entry
-                return entry[3]
-        closure = fn.__closure__
-        at = -1 if closure is None else next(i for i, fact in enumerate(facts) if fact is closure)
-        if at >= 0:
+            if entry is None:
+                return self._inspected(fn, facts, -2)
+        at = entry[2]
+        if at >= 0:  # the cells are the one fact that differs (elsewhere: unequal)
+            if len(facts) <= at or facts[at] is not fn.__closure__:
+                return self._inspected(fn, facts, -2)
             facts[at] = None
+        try:
+            same = entry[1] == facts
+        except Exception:  # a default whose == raises or is not a bool (an array): inspect
+            same = False
+        if not same:
+            return self._inspected(fn, facts, at)
+        self._last = entry
+        return entry[3]
+
+    def _inspected(self, fn: types.FunctionType, facts: list[Any], at: int) -> Signature:
+        """Inspect ``fn`` and remember it as the one its code's later functions are compared with;
+        ``at``: where its cells were among ``facts`` (now None), -1 if it has none, -2 if not looked for."""
+        if at == -2:
+            closure = fn.__closure__
+            at = -1 if closure is None else next(i for i, fact in enumerate(facts) if fact is closure)
+            if at >= 0:
+                facts[at] = None  # the cache keeps no function's cells (nor what they hold) alive
         sig = inspect_handler(fn)
+        code = fn.__code__
         self._entries[code] = self._last = (code, facts, at, sig)
         return sig
 

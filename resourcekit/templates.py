@@ -66,8 +66,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote, unquote
 
 from .errors import TemplateSyntaxError
@@ -75,8 +74,10 @@ from .errors import TemplateSyntaxError
 __all__ = ["UriTemplate", "Variable"]
 
 
-@dataclass(frozen=True, slots=True)
-class Variable:
+# plain classes, not dataclasses: making a dataclass costs ~1 ms of start-up, for every server
+
+
+class Variable(NamedTuple):
     """One variable of an expression: its name, operator and modifiers."""
 
     name: str
@@ -89,15 +90,17 @@ class Variable:
         return self.operator in ("?", "&")
 
 
-@dataclass(frozen=True, slots=True)
 class _Op:
     """An operator's expansion rules (RFC 6570 appendix A)."""
 
-    first: str
-    sep: str
-    named: bool
-    ifemp: str
-    reserved: bool
+    __slots__ = ("first", "ifemp", "named", "reserved", "sep")
+
+    def __init__(self, first: str, sep: str, named: bool, ifemp: str, reserved: bool) -> None:
+        self.first = first
+        self.sep = sep
+        self.named = named
+        self.ifemp = ifemp
+        self.reserved = reserved
 
 
 _OPS = {

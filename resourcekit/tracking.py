@@ -18,7 +18,6 @@ template instances read lately (unknown query parameters make infinitely many).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import threading
 import time
@@ -27,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from . import causes
+from . import causes, contents
 from ._runner import ThreadRunner
 from .contents import combined_version, to_contents
 from .context import Context
@@ -378,7 +377,7 @@ class Tracker:
         longer (or endless) list has no version, and every call reports it changed.
         """
         budget = self.registry.limits.page_scan_budget
-        digest = hashlib.blake2b(digest_size=16)
+        digest = contents.blake2b(digest_size=16)
         for handler in self.registry.resources:
             digest.update(orjson.dumps(handler.wire, option=orjson.OPT_SORT_KEYS))
         for handler in self.registry.templates:

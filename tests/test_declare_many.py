@@ -209,3 +209,40 @@ def test_the_signature_cache_keeps_no_closure_alive() -> None:
     del first, second
     gc.collect()
     assert [ref() for ref in refs] == [None, None]
+
+
+def test_a_plain_declaration_makes_the_handler_the_general_path_would() -> None:
+    from resourcekit.handler import DEFAULT_OPTIONS, Handler
+
+    app = App("plain")
+    fn = _static(1)
+    plain = app.add_resource(fn, "test://plain/r1", name="r1")
+    general = Handler("test://plain/r1", None, fn, plain.sig, "text/plain", None, DEFAULT_OPTIONS, plain.seq, "r1")
+    assert {slot: getattr(plain, slot) for slot in Handler.__slots__} == {
+        slot: getattr(general, slot) for slot in Handler.__slots__}
+    assert plain.wire == general.wire == {"name": "r1", "uri": "test://plain/r1", "mimeType": "text/plain"}
+    # a URI with a "." still guesses its mimeType from the extension; a declared one wins
+    assert app.add_resource(_static(2), "test://plain/notes.md").mime_type == "text/markdown"
+    assert app.add_resource(_static(3), "test://plain/x.md", mime_type="text/x-custom").mime_type == "text/x-custom"
+    # numbered in declaration order across resources and templates, and routed
+    tpl = app.add_template(lambda id: id, "test://tpl/{id}")
+    last = app.add_resource(_static(4), "test://plain/r4")
+    assert [plain.seq, tpl.seq, last.seq] == sorted([plain.seq, tpl.seq, last.seq])
+    assert [h.uri for h in app.resources] == ["test://plain/r1", "test://plain/notes.md", "test://plain/x.md",
+                                              "test://plain/r4"]
+    match = app.router.match("test://plain/r4")
+    assert match is not None and match.handler is last
+    with pytest.raises(DuplicateResourceError, match="test://plain/r4"):
+        app.add_resource(_static(5), "test://plain/r4")
+    assert app.router.match("test://plain/r4").handler is last  # type: ignore[union-attr]
+
+
+def test_a_sibling_whose_referents_are_laid_out_otherwise_is_inspected() -> None:
+    app = App("layout")
+    closures = [make(str), make(str), make(str), make(bytes)]
+    closures[1].extra = "an attribute: one more referent, before the cells"  # type: ignore[attr-defined]
+    closures[2].__defaults__ = ()  # another one
+    for i, fn in enumerate(closures):
+        app.add_resource(fn, f"test://layout/{i}")
+    assert [h.mime_type for h in app.resources] == ["text/plain", "text/plain", "text/plain",
+                                                    "application/octet-stream"]
