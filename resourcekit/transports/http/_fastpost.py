@@ -36,7 +36,7 @@ from ...errors import LimitExceeded, ResourceNotFound
 from ...methods.reading import TAIL_TEXT, read_result, text_reply
 from ...request import Request
 from ._exchange import unanswered
-from ._headers import JSON_TYPE, Send, status_of
+from ._headers import JSON_TYPE, LENGTHS, Send, content_length, status_of
 from ._sse import CANCELLED, ENDED
 
 if TYPE_CHECKING:
@@ -113,8 +113,9 @@ class HttpRead(Request):
         else:
             body = dumps({"jsonrpc": "2.0", "id": self.id, "result": read_result(self, handler, uri, value)})
         # the two ASGI messages of the response, made here: the loop only sends them
+        size = len(body)
         return ({"type": "http.response.start", "status": 200,
-                 "headers": [JSON_TYPE, (b"content-length", b"%d" % len(body))]},
+                 "headers": [JSON_TYPE, LENGTHS.get(size) or content_length(size)]},
                 {"type": "http.response.body", "body": body})
 
     def done(self, ok: bool, value: Any) -> None:
@@ -149,19 +150,25 @@ class Reads:
     so that another worker (started if none is idle) goes on with it.
     """
 
-    __slots__ = ("batch", "checking", "out")
+    __slots__ = ("batch", "checking", "loop", "out")
 
-    def __init__(self) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop  # the server's: every read comes on it
         self.batch: _Batch | None = None  # this iteration's, until submitted
         self.out: list[_Batch] = []  # submitted with several reads: watched until all are taken
         self.checking = False
 
-    def add(self, req: HttpRead, loop: asyncio.AbstractEventLoop) -> None:
+    def add(self, req: HttpRead) -> None:
         batch = self.batch
         if batch is None:
-            batch = self.batch = _Batch(req.conn.server.runner)
-            loop.call_soon(self.submit, loop)
+            batch = self.open(req.conn)
         batch.items.append(req)
+
+    def open(self, conn: Connection) -> _Batch:
+        """This iteration's batch, new: submitted once the loop is done with the iteration."""
+        batch = self.batch = _Batch(conn.server.runner)
+        self.loop.call_soon(self.submit, self.loop)
+        return batch
 
     def submit(self, loop: asyncio.AbstractEventLoop) -> None:
         """On the loop, after the iteration that made the batch: hand it to the workers."""
@@ -285,7 +292,7 @@ def read_http(conn: Connection, msg: dict[str, Any], params: dict[str, Any], rea
         dropped = telemetry.dropped_root()
         if not dropped:  # a span is wanted, or the sampler decides in the SDK: the general path
             return None
-    loop = asyncio.get_running_loop()
+    loop = reads.loop
     req = _bare(HttpRead)  # HttpRead.__init__, inlined
     req.conn = conn
     req.id = rid
@@ -296,7 +303,10 @@ def read_http(conn: Connection, msg: dict[str, Any], params: dict[str, Any], rea
     req.kwargs = kwargs
     req.waiter = loop.create_future()
     req.started = _now() if dropped else 0.0
-    reads.add(req, loop)
+    batch = reads.batch  # ``reads.add``, inlined
+    if batch is None:
+        batch = reads.open(conn)
+    batch.items.append(req)
     inflight[rid] = req
     return req
 

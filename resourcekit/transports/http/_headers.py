@@ -192,6 +192,18 @@ def forbidden_headers(message: dict[str, Any], principal: Any) -> Headers:
     return [(b"www-authenticate", value.encode("latin-1"))]
 
 
+# Content-Length headers by body size, shared (tuples: immutable): the sizes a server sends are few
+LENGTHS: dict[int, tuple[bytes, bytes]] = {}
+
+
+def content_length(size: int) -> tuple[bytes, bytes]:
+    """The Content-Length header of a body of ``size`` bytes (``LENGTHS.get(size)`` first)."""
+    header = (b"content-length", b"%d" % size)
+    if len(LENGTHS) < 4096:
+        LENGTHS[size] = header
+    return header
+
+
 def error_body(status: int, message: str) -> bytes:
     """A JSON-RPC error without an id, for a refusal at the HTTP level."""
     return orjson.dumps(error_response(None, InvalidRequest(message) if status < 500 else MCPError(message)))

@@ -20,6 +20,7 @@ from ...protocol import error_response
 from ...versions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION
 from ._exchange import exchange
 from ._fastpost import answered, read_http
+from ._gate import with_cors
 from ._headers import (
     HANDSHAKE_HEADERS,
     MODERN_HEADERS,
@@ -51,13 +52,19 @@ async def post(endpoint: ASGIApp, scope: Scope, receive: Receive, send: Send, mo
     """``ASGIApp.__call__``: a POST to the endpoint is served here, down to the exchange (or to
     the answer of a plain read, ``_fastpost``); any other request goes to ``ASGIApp.route``.
     ``mounted``: a POST that ``route`` found (the app is mounted under a root path)."""
-    if not mounted and (scope["type"] != "http" or scope.get("method") != "POST" or scope.get("path") != endpoint.path
+    # (an http scope always has its method and path: ASGI requires them)
+    if not mounted and (scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != endpoint.path
                         or scope.get("root_path")):
         await endpoint.route(scope, receive, send)
         return
     try:
         headers = RequestHeaders(scope.get("headers", ()))
-        out = endpoint.admit(scope, headers, send)  # ``send``, with CORS headers for an allowed origin
+        key = (headers.get(b"host"), headers.get(b"origin"), scope.get("server"))  # ``endpoint.admit``, inlined
+        try:
+            origin = endpoint.admitted[key]
+        except (KeyError, TypeError):  # not seen yet (or an address given as a list)
+            origin = endpoint.judge(scope, headers, key)
+        out = send if origin is None else with_cors(send, origin)  # CORS headers for an allowed origin
         if endpoint.closed:
             endpoint.check_open()  # 503
         authorize = endpoint.authorize

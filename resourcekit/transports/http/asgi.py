@@ -92,7 +92,7 @@ class ASGIApp:
         self.app = app
         self.path = path.rstrip("/") or "/"
         # Host/Origin verdicts by (Host, Origin, bound address): clients send the same few
-        self._admitted: dict[tuple[bytes | None, bytes | None, Any], str | None] = {}
+        self.admitted: dict[tuple[bytes | None, bytes | None, Any], str | None] = {}
         self.allowed_origins = frozenset(o.rstrip("/").lower() for o in allowed_origins)
         self.allowed_hosts = None if allowed_hosts is None else frozenset(bare_host(h) for h in allowed_hosts)
         self.auth, self.authorize = auth, gate(auth, app)
@@ -108,7 +108,7 @@ class ASGIApp:
             self.shared = SharedSessions(table, RedisBroker(redis, redis_prefix, max_events=replay))
         self.sessions: SessionTable = self.shared if self.shared is not None else SessionTable(table)
         self.streams = OpenStreams(max_streams, keepalive)
-        self.reads = Reads()  # plain reads of sessions, batched per loop iteration (_fastpost)
+        self.reads: Reads  # plain reads of sessions, batched per loop iteration (_fastpost): set with the server
         self.closed = False
         self._server: Server | None = None
         self._reaper: asyncio.Task[None] | None = None
@@ -128,7 +128,7 @@ class ASGIApp:
     @allowed_hosts.setter
     def allowed_hosts(self, hosts: frozenset[str] | None) -> None:
         self._allowed_hosts = hosts
-        self._admitted.clear()
+        self.admitted.clear()
 
     @property
     def allowed_origins(self) -> frozenset[str]:
@@ -137,7 +137,7 @@ class ASGIApp:
     @allowed_origins.setter
     def allowed_origins(self, origins: frozenset[str]) -> None:
         self._allowed_origins = origins
-        self._admitted.clear()
+        self.admitted.clear()
 
     # --- ASGI entry and lifecycle -------------------------------------------------------
 
@@ -195,6 +195,7 @@ class ASGIApp:
         if self._server is None:
             self._server = Server(self.app, "tcp")
             self._server.start()
+            self.reads = Reads(self._server.loop)
             self._reaper = asyncio.get_running_loop().create_task(self.sessions.reap())
             if self.shared is not None:
                 self.shared.broker.start(self.app.tracker)
@@ -260,14 +261,20 @@ class ASGIApp:
         """The Host and Origin checks (421, 403); ``send`` with CORS headers for an allowed origin."""
         key = (headers.get(b"host"), headers.get(b"origin"), scope.get("server"))
         try:
-            origin = self._admitted[key]
+            origin = self.admitted[key]
         except (KeyError, TypeError):  # not seen yet (or an address given as a list)
-            origin = check_host_and_origin(scope, headers, self.allowed_hosts, self.allowed_origins)
-            if len(self._admitted) >= 256:  # distinct values are few unless someone makes them up
-                self._admitted.clear()
-            with contextlib.suppress(TypeError):
-                self._admitted[key] = origin
+            origin = self.judge(scope, headers, key)
         return send if origin is None else with_cors(send, origin)
+
+    def judge(self, scope: Scope, headers: RequestHeaders, key: Any) -> str | None:
+        """``admit`` for Host and Origin values not seen yet: checked, and the verdict kept
+        (``admitted``; ``post`` looks there first)."""
+        origin = check_host_and_origin(scope, headers, self.allowed_hosts, self.allowed_origins)
+        if len(self.admitted) >= 256:  # distinct values are few unless someone makes them up
+            self.admitted.clear()
+        with contextlib.suppress(TypeError):
+            self.admitted[key] = origin
+        return origin
 
     def check_open(self) -> None:
         """503 while the server shuts down."""
