@@ -59,17 +59,22 @@ async def post(endpoint: ASGIApp, scope: Scope, receive: Receive, send: Send, mo
         return
     try:
         headers = RequestHeaders(scope.get("headers", ()))
-        key = (headers.get(b"host"), headers.get(b"origin"), scope.get("server"))  # ``endpoint.admit``, inlined
+        # Host, Origin, bound address, Content-Type, Accept: clients send the same few, so what
+        # ``endpoint.admit`` and ``post_accepts`` made of them is kept (``endpoint.posted``)
+        key = (headers.get(b"host"), headers.get(b"origin"), scope.get("server"), headers.get(b"content-type"),
+               headers.get(b"accept"))
         try:
-            origin = endpoint.admitted[key]
-        except (KeyError, TypeError):  # not seen yet (or an address given as a list)
-            origin = endpoint.judge(scope, headers, key)
+            origin, accepted = endpoint.posted[key]
+        except (KeyError, TypeError):  # not seen yet (or an address given as a list): admit, 421 or 403
+            origin, accepted = endpoint.judge(scope, headers, key[:3]), None
         out = send if origin is None else with_cors(send, origin)  # CORS headers for an allowed origin
         if endpoint.closed:
             endpoint.check_open()  # 503
         authorize = endpoint.authorize
         principal = None if authorize is None else await authorize(headers, scope)
-        accepted = post_accepts(headers.get(b"content-type"), headers.get(b"accept"))
+        if accepted is None:  # 415 or 406 (after the auth hook's verdict, as always)
+            accepted = post_accepts(key[3], key[4])
+            endpoint.keep(key, origin, accepted)
         limit = endpoint.limits.max_message_size
         declared = headers.get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > limit):

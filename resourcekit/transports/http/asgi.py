@@ -93,6 +93,8 @@ class ASGIApp:
         self.path = path.rstrip("/") or "/"
         # Host/Origin verdicts by (Host, Origin, bound address): clients send the same few
         self.admitted: dict[tuple[bytes | None, bytes | None, Any], str | None] = {}
+        # and of POSTs, with their Content-Type and Accept: (CORS origin, ``post_accepts``) (``_post``)
+        self.posted: dict[tuple[Any, ...], tuple[str | None, tuple[bool, bool]]] = {}
         self.allowed_origins = frozenset(o.rstrip("/").lower() for o in allowed_origins)
         self.allowed_hosts = None if allowed_hosts is None else frozenset(bare_host(h) for h in allowed_hosts)
         self.auth, self.authorize = auth, gate(auth, app)
@@ -129,6 +131,7 @@ class ASGIApp:
     def allowed_hosts(self, hosts: frozenset[str] | None) -> None:
         self._allowed_hosts = hosts
         self.admitted.clear()
+        self.posted.clear()
 
     @property
     def allowed_origins(self) -> frozenset[str]:
@@ -138,6 +141,7 @@ class ASGIApp:
     def allowed_origins(self, origins: frozenset[str]) -> None:
         self._allowed_origins = origins
         self.admitted.clear()
+        self.posted.clear()
 
     # --- ASGI entry and lifecycle -------------------------------------------------------
 
@@ -275,6 +279,13 @@ class ASGIApp:
         with contextlib.suppress(TypeError):
             self.admitted[key] = origin
         return origin
+
+    def keep(self, key: tuple[Any, ...], origin: str | None, accepted: tuple[bool, bool]) -> None:
+        """What a POST's headers were found to allow (``post`` looks in ``posted`` first)."""
+        if len(self.posted) >= 256:  # distinct values are few unless someone makes them up
+            self.posted.clear()
+        with contextlib.suppress(TypeError):
+            self.posted[key] = (origin, accepted)
 
     def check_open(self) -> None:
         """503 while the server shuts down."""
