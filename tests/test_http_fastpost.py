@@ -203,6 +203,49 @@ async def test_ids_in_flight_and_clients_without_json_go_the_general_way(client:
     assert unsupported.status_code == 400
 
 
+async def test_headers_seen_before_still_get_every_refusal_and_cors(client: Any) -> None:
+    """What a POST's Host, Origin, Content-Type and Accept allowed is kept per distinct values:
+    other values are still judged (415, 406, 421, 403), an allowed page still gets CORS headers on
+    every plain read, and changing the allowed origins judges them again."""
+    c = await client(demo_app())
+    assert (await c.read(1, "text://a")).status_code == 200
+    assert (await c.read(2, "text://a", **{"content-type": "text/plain"})).status_code == 415
+    assert (await c.read(3, "text://a", accept="text/html")).status_code == 406
+    assert (await c.read(4, "text://a", host="evil.example.com")).status_code == 421
+    assert (await c.read(5, "text://a", origin="https://evil.example.com")).status_code == 403
+    page = "https://app.example.com"
+    c.asgi.allowed_origins = frozenset({page})
+    for rid in (6, 7):  # judged, then as kept
+        allowed = await c.read(rid, "text://a", origin=page)
+        assert allowed.status_code == 200 and allowed.headers["access-control-allow-origin"] == page
+        assert allowed.json()["result"]["contents"][0]["text"] == "hello"
+    c.asgi.allowed_origins = frozenset()
+    assert (await c.read(8, "text://a", origin=page)).status_code == 403
+    assert (await c.read(9, "text://a")).headers.get("access-control-allow-origin") is None
+
+
+async def test_content_length_fits_each_body(client: Any) -> None:
+    """Content-Length headers are shared by body size: each reply still carries its own."""
+    c = await client(demo_app())
+    for rid, uri in [(1, "text://a"), (22, "item://1"), (333, "item://22"), (4444, "long://a"), (5, "text://a")]:
+        got = await c.read(rid, uri)
+        assert got.status_code == 200 and int(got.headers["content-length"]) == len(got.content)
+        assert got.json()["id"] == rid
+
+
+async def test_a_plain_read_of_an_idle_or_unknown_session_is_refused_as_before(client: Any) -> None:
+    """The session lookup inlined for plain reads: an unknown id, or one idle past the timeout, 404."""
+    c = await client(demo_app())
+    assert (await c.read(1, "text://a")).status_code == 200
+    sid = c.sid
+    c.sid = "no-such-session"
+    assert (await c.read(2, "text://a")).status_code == 404
+    c.sid = sid
+    c.asgi.sessions[sid].last_seen -= c.asgi.sessions.limits.idle_timeout + 1
+    assert (await c.read(3, "text://a")).status_code == 404
+    assert sid not in c.asgi.sessions
+
+
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[str]:
     app_file = tmp_path / "app.py"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = ["post", "refuse"]
 
 log = logging.getLogger("resourcekit")
+_monotonic = time.monotonic
 
 
 async def post(endpoint: ASGIApp, scope: Scope, receive: Receive, send: Send, mounted: bool = False) -> None:
@@ -96,7 +98,15 @@ async def post(endpoint: ASGIApp, scope: Scope, receive: Receive, send: Send, mo
                     and endpoint.shared is None):  # a session's plain read: its own short way (_fastpost)
                 sid = headers.get(SESSION_HEADER)
                 if sid:
-                    session = endpoint.sessions.lookup(sid.decode("latin-1"))
+                    sessions, name = endpoint.sessions, sid.decode("latin-1")
+                    session = sessions.get(name)  # ``sessions.lookup``, inlined for a live session of nobody's
+                    now = _monotonic()
+                    if session is None or session.principal is not None \
+                            or now - session.last_seen > sessions.limits.idle_timeout:
+                        session = sessions.lookup(name)  # 404, or the end of an idle session
+                    else:
+                        session.last_seen = now
+                        sessions.move_to_end(name)
                     conn = session.conn
                     assert conn is not None
                     read = read_http(conn, message, params, endpoint.reads)  # a sync handler's: to a worker
