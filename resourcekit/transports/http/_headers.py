@@ -104,7 +104,7 @@ def _is_zero_q(parameter: str) -> bool:
         return False
 
 
-def check_modern_headers(message: Any, headers: RequestHeaders) -> None:
+def check_modern_headers(message: Any, headers: Mapping[bytes, bytes]) -> None:
     """2026-07-28: the mirrored headers must be present and equal the body (-32020)."""
     if type(message) is not dict:
         raise InvalidRequest("Invalid Request: 2026-07-28 bodies are a single JSON-RPC message")

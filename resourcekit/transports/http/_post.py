@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
@@ -60,7 +60,10 @@ async def post(endpoint: ASGIApp, scope: Scope, receive: Receive, send: Send, mo
         await endpoint.route(scope, receive, send)
         return
     try:
-        headers = RequestHeaders(scope.get("headers", ()))
+        # a plain dict unless an auth hook wants ``RequestHeaders`` (its type costs every request more)
+        authorize = endpoint.authorize
+        raw = scope.get("headers", ())
+        headers: dict[bytes, bytes] = dict(raw) if authorize is None else RequestHeaders(raw)
         # Host, Origin, bound address, Content-Type, Accept: clients send the same few, so what
         # ``endpoint.admit`` and ``post_accepts`` made of them is kept (``endpoint.posted``)
         key = (headers.get(b"host"), headers.get(b"origin"), scope.get("server"), headers.get(b"content-type"),
@@ -68,12 +71,11 @@ async def post(endpoint: ASGIApp, scope: Scope, receive: Receive, send: Send, mo
         try:
             origin, accepted = endpoint.posted[key]
         except (KeyError, TypeError):  # not seen yet (or an address given as a list): admit, 421 or 403
-            origin, accepted = endpoint.judge(scope, headers, key[:3]), None
+            origin, accepted = endpoint.judge(scope, RequestHeaders(headers), key[:3]), None
         out = send if origin is None else with_cors(send, origin)  # CORS headers for an allowed origin
         if endpoint.closed:
             endpoint.check_open()  # 503
-        authorize = endpoint.authorize
-        principal = None if authorize is None else await authorize(headers, scope)
+        principal = None if authorize is None else await authorize(cast(RequestHeaders, headers), scope)
         if accepted is None:  # 415 or 406 (after the auth hook's verdict, as always)
             accepted = post_accepts(key[3], key[4])
             endpoint.keep(key, origin, accepted)
@@ -163,7 +165,7 @@ async def refuse(scope: Scope, send: Send, exc: Exception) -> None:
         await respond(send, 500, error_body(500, "Internal error"))
 
 
-async def _post_modern(endpoint: ASGIApp, message: Any, headers: RequestHeaders, receive: Receive, send: Send,
+async def _post_modern(endpoint: ASGIApp, message: Any, headers: dict[bytes, bytes], receive: Receive, send: Send,
                        accepted: tuple[bool, bool], principal: Any) -> None:
     try:
         check_modern_headers(message, headers)
