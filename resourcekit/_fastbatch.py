@@ -15,6 +15,7 @@ from orjson import dumps
 
 from . import telemetry
 from ._runner import QUIET, STALL
+from ._shortread import READ
 from .contents import TEXT_MIME
 from .errors import LimitExceeded, ResourceNotFound
 from .methods.reading import HEAD, TAIL_TEXT, TAILS, read_reply, text_tail
@@ -28,7 +29,6 @@ __all__ = ["BIG_KEY", "BatchWatch", "ReadBatch", "SendBytes", "failed"]
 log = logging.getLogger("resourcekit")
 
 SendBytes = Callable[[bytes], None]
-READ = "resources/read"
 # a handler whose replies are this big (bytes) gets a job per read, not a place in a batch:
 # the hashing of several runs in parallel, outside the GIL
 _BIG = 1 << 16

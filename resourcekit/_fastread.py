@@ -25,43 +25,29 @@ import orjson
 
 from . import telemetry
 from ._fastbatch import BIG_KEY, ReadBatch, failed
-from .eras import HANDSHAKE, error_response
+from ._shortread import READ, ShortRead
+from .eras import error_response
 from .errors import LimitExceeded, ParseError
-from .optin import OptIn
 from .request import Request, Send
 
 if TYPE_CHECKING:
-    from .handler import Handler
     from .protocol import Connection
 
 __all__ = ["read_lines"]
 
-_READ = "resources/read"
 _now = time.perf_counter
 _NO_ARGUMENTS: dict[str, Any] = {}  # a resource's handler takes none (never changed: only passed on)
 
 
-class FastRead(Request):
+class FastRead(ShortRead):
     """A read in flight that a worker answers with the encoded reply (see the module).
 
     Made without Request's ``__init__`` (``read_lines``): a read stores its connection, id, URI,
-    handler, arguments and ``cancelled``; what is the same for every fast read of a session is a
-    class attribute or comes from the connection (these hide Request's slots of the same name;
-    ``params`` is the read's URI alone, none of the others reaches a handler).
+    handler, arguments and ``cancelled``; ``params`` is the read's URI alone (no other of
+    Request's fields reaches a handler).
     """
 
-    __slots__ = ("handler", "kwargs", "uri")
-    handler: Handler
-    kwargs: dict[str, Any]
-    uri: str
-
-    method = _READ
-    era = HANDSHAKE
-    modern = False
-    task = None
-    principal = None
-    meta: dict[str, Any] = {}  # never changed: no Context sees it
-    started = 0.0  # when telemetry times it (a sampled-out request: its duration only): _TimedRead
+    __slots__ = ()
     # made with no arguments, fields stored by ``read_lines``: object's __init__ (C), not Request's
     __init__ = object.__init__
 
@@ -74,37 +60,9 @@ class FastRead(Request):
     def params(self) -> dict[str, Any]:  # type: ignore[override]
         return {"uri": self.uri}
 
-    @property
-    def version(self) -> str | None:  # type: ignore[override]
-        return self.conn.protocol_version
-
-    @property
-    def log_level(self) -> str | None:  # type: ignore[override]
-        return self.conn.log_level
-
-    @property
-    def optin(self) -> OptIn:  # type: ignore[override]
-        return self.conn.optin
-
-    def finish(self, ok: bool, value: Any) -> None:
-        """On the loop: write the reply, unless the read was cancelled meanwhile."""
-        if self.cancelled:
-            return
-        if ok:
-            self.conn.inflight.pop(self.id, None)
-            if self.conn.send_bytes is not None:
-                self.conn.send_bytes(value)
-            if self.started:
-                telemetry.timed(self.conn, _READ, self.started)
-        else:
-            self.fail(value)
-            if self.started:
-                telemetry.timed(self.conn, _READ, self.started, error_response(None, value, HANDSHAKE)["error"]["code"])
-
-    def cancel(self) -> None:
-        super().cancel()
-        if self.started:
-            telemetry.timed(self.conn, _READ, self.started, "cancelled")
+    def deliver(self, answer: Any) -> None:
+        if self.conn.send_bytes is not None:
+            self.conn.send_bytes(answer)
 
 
 class _TimedRead(FastRead):
@@ -154,7 +112,7 @@ def read_lines(conn: Connection, lines: Iterable[bytes | str]) -> None:
         # room for one more in flight, a match of a sync handler without a Context
         handler = None
         kwargs = _NO_ARGUMENTS
-        if type(msg) is dict and msg.get("method") == _READ:
+        if type(msg) is dict and msg.get("method") == READ:
             params = msg.get("params")
             rid = msg.get("id")
             uri = params.get("uri") if type(params) is dict and "_meta" not in params else None

@@ -22,7 +22,7 @@ from resourcekit.methods.reading import TAILS, text_reply
 from resourcekit.protocol import Connection, Server
 from resourcekit.versions import META_VERSION
 from tests.helpers import command, env
-from tests.test_fastread import answered, demo_app, read, session
+from tests.test_fastread import STDIO_APP, answered, demo_app, read, session
 
 pytestmark = pytest.mark.anyio
 
@@ -174,14 +174,6 @@ async def test_one_timer_per_connection_looks_at_the_batches_and_stops_when_they
         assert not watch.ticking and watch.batches == [] and conn.fast_watch is watch
     finally:
         server.close()
-
-
-STDIO_APP = """
-from resourcekit import App
-app = App("fast")
-app.resource("text://a")(lambda: "hello")
-app.template("item://{n}")(lambda n: f"item {n}")
-"""
 
 
 def test_lines_cut_anywhere_between_blocks_over_stdio(tmp_path: Path) -> None:

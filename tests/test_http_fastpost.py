@@ -119,6 +119,15 @@ async def general_answers(app: App, messages: list[dict[str, Any]]) -> list[Any]
     return out
 
 
+
+async def in_flight(c: Any, rid: int) -> None:
+    """Wait (up to a second) until the read ``rid`` is in flight in the client's session."""
+    for _ in range(100):
+        if rid in c.conn().inflight:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"read {rid} never went in flight")
+
 async def test_fast_reads_answer_exactly_as_the_general_path(client: Any) -> None:
     uris = ["text://a", "md://a", "json://a", "blob://a", "long://a", "item://7", "gone://a", "broken://a",
             "nothing://x", "async://a", "text://a"]
@@ -153,10 +162,7 @@ async def test_a_cancelled_read_says_nothing(client: Any, accept: str) -> None:
     gate = threading.Event()
     c = await client(demo_app(gate))
     slow = asyncio.ensure_future(c.read(1, "slow://a", accept=accept))
-    for _ in range(100):
-        if 1 in c.conn().inflight:
-            break
-        await asyncio.sleep(0.01)
+    await in_flight(c, 1)
     cancel = await c.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
     assert cancel.status_code == 202
     response = await asyncio.wait_for(slow, 5)
@@ -173,10 +179,7 @@ async def test_a_read_waiting_when_its_session_ends_gets_404(client: Any) -> Non
     gate = threading.Event()
     c = await client(demo_app(gate))
     slow = asyncio.ensure_future(c.read(1, "slow://a"))
-    for _ in range(100):
-        if 1 in c.conn().inflight:
-            break
-        await asyncio.sleep(0.01)
+    await in_flight(c, 1)
     assert (await c.http.delete("/mcp", headers={"mcp-session-id": c.sid})).status_code == 204
     response = await asyncio.wait_for(slow, 5)
     gate.set()
@@ -187,10 +190,7 @@ async def test_ids_in_flight_and_clients_without_json_go_the_general_way(client:
     gate = threading.Event()
     c = await client(demo_app(gate))
     slow = asyncio.ensure_future(c.read(1, "slow://a"))
-    for _ in range(100):
-        if 1 in c.conn().inflight:
-            break
-        await asyncio.sleep(0.01)
+    await in_flight(c, 1)
     again = await c.read(1, "text://a")
     assert again.json()["error"]["code"] == -32600 and "in flight" in again.json()["error"]["message"]
     gate.set()

@@ -23,15 +23,14 @@ import contextlib
 import logging
 import time
 from collections import deque
-from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from orjson import dumps
 
 from ... import telemetry
 from ..._runner import QUIET, STALL
+from ..._shortread import ShortRead
 from ...contents import TEXT_MIME
-from ...eras import HANDSHAKE, error_response
 from ...errors import LimitExceeded, ResourceNotFound
 from ...methods.reading import TAIL_TEXT, read_result, text_reply
 from ...request import Request
@@ -48,35 +47,21 @@ __all__ = ["HttpRead", "Reads", "answered", "read_http"]
 
 log = logging.getLogger("resourcekit")
 
-_READ = "resources/read"
 _NO_ARGUMENTS: dict[str, Any] = {}  # a resource's handler takes none (never changed: only passed on)
 _now = time.perf_counter
 _bare = object.__new__
 Response = tuple[dict[str, Any], dict[str, Any]]  # http.response.start, http.response.body
 
 
-class HttpRead(Request):
-    """A read in flight whose worker makes the whole response body (see the module).
+class HttpRead(ShortRead):
+    """A read in flight whose worker makes the whole response (see the module): ``deliver``
+    (and ``reply``, for a failure) wake the POST waiting for it.
 
     Cancelled (``notifications/cancelled``, or the session's end), it wakes its POST at once
     with what ``exchange`` would have been woken with.
     """
 
-    __slots__ = ("handler", "kwargs", "started", "uri", "waiter")
-
-    # the same for every such read: class attributes rather than slots set per read (they hide
-    # Request's slots of the same name, and are never set on a read)
-    method = _READ
-    era = HANDSHAKE
-    modern = False
-    task = None
-    principal = None
-    meta: dict[str, Any] = {}  # never changed: no Context sees it
-
-    # the session's, read when asked (nothing on this path asks)
-    version = property(attrgetter("conn.protocol_version"))
-    log_level = property(attrgetter("conn.log_level"))
-    optin = property(attrgetter("conn.optin"))
+    __slots__ = ("started", "waiter")
 
     def __init__(self, conn: Connection, rid: Any, params: dict[str, Any], uri: str, handler: Handler,
                  kwargs: dict[str, Any], waiter: asyncio.Future[Any]) -> None:
@@ -92,11 +77,13 @@ class HttpRead(Request):
         self.waiter = waiter
         self.started = 0.0  # when telemetry is on (a sampled-out request: its duration only)
 
-    def reply(self, message: Any) -> None:
-        """Where the answer goes (``Request.fail`` calls it): to the POST waiting for it."""
+    def deliver(self, answer: Any) -> None:
+        """Where the answer goes (``Request.fail`` calls ``reply``): to the POST waiting for it."""
         waiter = self.waiter
         if not waiter.done():
-            waiter.set_result(message)
+            waiter.set_result(answer)
+
+    reply = deliver
 
     def run(self) -> Response | None:
         """In a worker: the handler's value, as the whole response."""
@@ -118,28 +105,10 @@ class HttpRead(Request):
                  "headers": [JSON_TYPE, LENGTHS.get(size) or content_length(size)]},
                 {"type": "http.response.body", "body": body})
 
-    def done(self, ok: bool, value: Any) -> None:
-        """On the loop: the body (or the failure) to the waiting POST, unless cancelled meanwhile."""
-        if self.cancelled:
-            return
-        if ok:
-            self.conn.inflight.pop(self.id, None)
-            waiter = self.waiter
-            if not waiter.done():
-                waiter.set_result(value)
-            if self.started:
-                telemetry.timed(self.conn, _READ, self.started)
-        else:
-            self.fail(value)
-            if self.started:
-                telemetry.timed(self.conn, _READ, self.started, error_response(None, value, HANDSHAKE)["error"]["code"])
-
     def cancel(self) -> None:
         """``notifications/cancelled`` (the POST gets no answer), or the end of the session (404)."""
         super().cancel()
         self.reply(ENDED if self.conn.closed else CANCELLED)
-        if self.started:
-            telemetry.timed(self.conn, _READ, self.started, "cancelled")
 
 
 class Reads:
@@ -180,7 +149,7 @@ class Reads:
             batch.runner.submit(batch.run, _failed)
         except LimitExceeded as exc:  # too many jobs waiting: each read says so
             for req in batch.items:
-                req.done(False, exc)
+                req.finish(False, exc)
             batch.items.clear()
             return
         if len(batch.items) > 1:
@@ -252,7 +221,7 @@ class _Batch:
                     if not waiter.done():
                         waiter.set_result(value)
             else:
-                req.done(ok, value)
+                req.finish(ok, value)
 
 
 def _failed(ok: bool, value: Any) -> None:

@@ -1,0 +1,70 @@
+"""What the short paths' reads have in common: over stdio (``_fastread``) and over HTTP
+(``transports.http._fastpost``), a session's plain read of a sync handler in flight.
+
+Such a read is a ``Request`` whose method, era and other fields are the same for every read
+of its kind (class attributes here, hiding ``Request``'s slots of the same name) or come from
+its session when asked; a worker makes its whole answer, and ``finish`` hands it on, unless
+it was cancelled meanwhile.  When telemetry times it (a sampled-out root request) its
+duration, error code or cancellation is recorded as on the general path.
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
+
+from . import telemetry
+from .eras import HANDSHAKE, error_response
+from .request import Request
+
+if TYPE_CHECKING:
+    from .handler import Handler
+
+__all__ = ["READ", "ShortRead"]
+
+READ = "resources/read"
+
+
+class ShortRead(Request):
+    """A read in flight on a short path: ``deliver`` is where its answer goes."""
+
+    __slots__ = ("handler", "kwargs", "uri")
+    handler: Handler
+    kwargs: dict[str, Any]
+    uri: str
+
+    method = READ
+    era = HANDSHAKE
+    modern = False
+    task = None
+    principal = None
+    meta: dict[str, Any] = {}  # never changed: no Context sees it
+    started = 0.0  # when telemetry times it: a subclass's slot then
+    # the session's, read when asked (nothing on the short paths asks)
+    version = property(attrgetter("conn.protocol_version"))
+    log_level = property(attrgetter("conn.log_level"))
+    optin = property(attrgetter("conn.optin"))
+
+    def deliver(self, answer: Any) -> None:
+        """The answer a worker made, to whoever waits for it (the subclass says who)."""
+        raise NotImplementedError
+
+    def finish(self, ok: bool, value: Any) -> None:
+        """On the loop: the answer on, unless the read was cancelled meanwhile; a failure is
+        answered as the general path answers it (``Request.fail``)."""
+        if self.cancelled:
+            return
+        if ok:
+            self.conn.inflight.pop(self.id, None)
+            self.deliver(value)
+            if self.started:
+                telemetry.timed(self.conn, READ, self.started)
+        else:
+            self.fail(value)
+            if self.started:
+                telemetry.timed(self.conn, READ, self.started, error_response(None, value, HANDSHAKE)["error"]["code"])
+
+    def cancel(self) -> None:
+        super().cancel()
+        if self.started:
+            telemetry.timed(self.conn, READ, self.started, "cancelled")
