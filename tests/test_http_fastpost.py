@@ -17,12 +17,13 @@ import orjson
 import pytest
 import uvicorn
 
-from resourcekit import App, Blob, ResourceNotFound
+from resourcekit import App
 from resourcekit.protocol import Server
 from resourcekit.transports.http import ASGIApp
 from resourcekit.transports.http._fastpost import HttpRead
 from tests.helpers import APPS
 from tests.http_server import http_server_process
+from tests.test_fastread import demo_app as stdio_demo_app
 
 pytestmark = pytest.mark.anyio
 
@@ -31,21 +32,9 @@ JSON_AND_SSE = "application/json, text/event-stream"
 
 
 def demo_app(gate: threading.Event | None = None) -> App:
-    app = App("fastpost", telemetry=False)
-    app.resource("text://a")(lambda: "hello")
-    app.resource("md://a", mime_type="text/markdown")(lambda: "# hi")
-    app.resource("json://a")(lambda: {"k": [1, 2]})
-    app.resource("blob://a")(lambda: Blob(b"\x00\x01", "application/x-thing"))
+    """The stdio fast path's demo resources, and a long text, a blocking one and an async one."""
+    app = stdio_demo_app()
     app.resource("long://a")(lambda: "x" * 5000)
-    app.template("item://{n}")(lambda n: f"item {n}")
-
-    @app.resource("gone://a")
-    def gone() -> str:
-        raise ResourceNotFound("gone://a")
-
-    @app.resource("broken://a")
-    def broken() -> str:
-        raise RuntimeError("boom")
 
     @app.resource("slow://a")
     def slow() -> str:
