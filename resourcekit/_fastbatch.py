@@ -142,7 +142,8 @@ class ReadBatch:
                 if req.cancelled:
                     continue
                 if type(value) is bytes:
-                    inflight.pop(req.id, None)  # before the reply: the client may reuse the id then
+                    if inflight.get(req.id) is req:  # before the reply: the client may reuse the id then
+                        del inflight[req.id]  # (not another request's: cancelled meanwhile, its id reused)
                     lines.append(value)
                     if req.started:
                         timed.append(req)

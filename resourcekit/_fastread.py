@@ -156,16 +156,18 @@ def read_lines(conn: Connection, lines: Iterable[bytes | str]) -> None:
             single = ReadBatch(conn, batch.send_bytes)
             single.items.append(req)
             single.size = 1
+            inflight[rid] = req  # before the job: its worker pops it when it answers
             try:
                 conn.server.runner.submit(single.run, failed)
             except LimitExceeded:  # too many jobs waiting: the general path says so
+                del inflight[rid]
                 if dropped:
                     telemetry.redraw(dropped)  # its span is decided by the same trace id there
                 receive(msg)
                 continue
         else:
             items.append(req)
-        inflight[rid] = req
+            inflight[rid] = req
 
 
 def _fast_session(conn: Connection) -> bool:

@@ -228,3 +228,58 @@ async def test_what_fast_reads_record_follows_the_content() -> None:
         assert app.tracker.instance_versions["doc://items/3"] == text_version("one 3", "text/plain")
     finally:
         server.close()
+
+
+BIG_APP = """
+import time
+from resourcekit import App
+app = App("fast")
+BIG = "y" * 200_000
+app.resource("big://a")(lambda: BIG)
+
+@app.resource("slow://a")
+def slow() -> str:
+    time.sleep(0.3)
+    return "slow"
+"""
+
+
+def test_a_big_reads_id_is_free_again_once_answered_while_the_workers_are_busy(tmp_path: Path) -> None:
+    # a big read is a job of its own: when every worker is busy its job starts a new one, which
+    # may answer before the loop goes on; the id must then be free for the client's next request
+    (tmp_path / "big_app.py").write_text(BIG_APP)
+    proc = subprocess.Popen(command("run", str(tmp_path / "big_app.py")), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(*messages: bytes) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(b"".join(m + b"\n" for m in messages))
+        proc.stdin.flush()
+
+    def answer() -> dict[str, Any]:
+        assert proc.stdout is not None
+        return orjson.loads(proc.stdout.readline())  # type: ignore[no-any-return]
+
+    try:
+        send(orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}),
+            b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+        assert answer()["id"] == 0
+        send(read(1, "big://a"))  # its reply is big: from now on, a job per read
+        assert len(answer()["result"]["contents"][0]["text"]) == 200_000
+        for trial in range(3):
+            slow = [read(f"s{trial}-{k}", "slow://a") for k in range(trial + 1)]
+            send(*slow)  # every worker busy
+            time.sleep(0.05)
+            for _ in range(2):  # the same id again, once answered
+                send(read("b", "big://a"))
+                got = answer()
+                assert got["id"] == "b" and "result" in got, got
+            assert sorted(answer()["id"] for _ in slow) == sorted(f"s{trial}-{k}" for k in range(trial + 1))
+    finally:
+        proc.stdin.close()
+        proc.wait(10)
+        proc.stdout.close()
+        assert proc.stderr is not None
+        proc.stderr.close()

@@ -145,6 +145,7 @@ class Reads:
         if batch is None:
             return
         self.batch = None
+        size = len(batch.items)  # before a worker takes any
         try:
             batch.runner.submit(batch.run, _failed)
         except LimitExceeded as exc:  # too many jobs waiting: each read says so
@@ -152,7 +153,7 @@ class Reads:
                 req.finish(False, exc)
             batch.items.clear()
             return
-        if len(batch.items) > 1:
+        if size > 1:
             self.out.append(batch)
             if not self.checking:
                 self.checking = True
