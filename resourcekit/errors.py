@@ -32,6 +32,7 @@ __all__ = [
     "UnsupportedVersion",
     "bad_resource_uri",
     "decorator_without_uri",
+    "unencodable",
 ]
 
 
@@ -193,6 +194,11 @@ class InvalidParams(MCPError):
 
 class InternalError(MCPError):
     code = -32603
+
+
+def unencodable() -> InternalError:
+    """The answer to a request whose result JSON cannot carry (a lone surrogate in a ``str``)."""
+    return InternalError("Internal error: the result could not be encoded as JSON")
 
 
 class ResourceNotFound(MCPError):

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .eras import Era, error_response
-from .errors import MCPError
+from .errors import MCPError, unencodable
 from .methods import ON_CANCEL
 from .optin import OptIn
 from .telemetry import Traced
@@ -77,7 +77,11 @@ class Request:
         self.conn.inflight.pop(self.id, None)
         if self.modern:
             self.era.decorate(result, self.conn.server.server_info)
-        self.reply({"jsonrpc": "2.0", "id": self.id, "result": result})
+        try:
+            self.reply({"jsonrpc": "2.0", "id": self.id, "result": result})
+        except TypeError as exc:  # a result JSON cannot carry (a lone surrogate in a str): still answered
+            log.error("the result of %s could not be encoded", self.method, exc_info=exc)
+            self.reply(error_response(self.id, unencodable()))
 
     def fail(self, exc: BaseException) -> None:
         if self.cancelled:

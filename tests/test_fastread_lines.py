@@ -283,3 +283,43 @@ def test_a_big_reads_id_is_free_again_once_answered_while_the_workers_are_busy(t
         proc.stdout.close()
         assert proc.stderr is not None
         proc.stderr.close()
+
+
+SURROGATE_APP = """
+from resourcekit import App, Context
+app = App("fast")
+app.resource("text://a")(lambda: "hello")
+app.resource("sur://fast")(lambda: "a\\ud800b")
+
+@app.resource("sur://general")
+def general(ctx: Context) -> str:
+    return "a\\ud800b"
+"""
+
+
+def test_a_result_json_cannot_carry_is_answered_with_an_error_on_either_path(tmp_path: Path) -> None:
+    (tmp_path / "sur_app.py").write_text(SURROGATE_APP)
+    proc = subprocess.Popen(command("run", str(tmp_path / "sur_app.py")), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}) + b"\n")
+        proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        proc.stdin.flush()
+        assert orjson.loads(proc.stdout.readline())["id"] == 0
+        for rid, uri in enumerate(("sur://general", "sur://fast", "text://a"), 1):  # a lone surrogate: not JSON
+            proc.stdin.write(read(rid, uri) + b"\n")
+            proc.stdin.flush()
+            got = orjson.loads(proc.stdout.readline())
+            assert got["id"] == rid
+            if uri == "text://a":  # and the server goes on serving
+                assert got["result"]["contents"][0]["text"] == "hello"
+            else:
+                assert got["error"]["code"] == -32603
+    finally:
+        proc.stdin.close()
+        proc.wait(10)
+        proc.stdout.close()
+        assert proc.stderr is not None
+        proc.stderr.close()

@@ -17,7 +17,7 @@ import orjson
 import pytest
 import uvicorn
 
-from resourcekit import App
+from resourcekit import App, Context
 from resourcekit.protocol import Server
 from resourcekit.transports.http import ASGIApp
 from resourcekit.transports.http._fastpost import HttpRead
@@ -305,3 +305,18 @@ def test_the_app_is_still_an_asgi3_coroutine_callable() -> None:
     config = uvicorn.Config(asgi)  # what `uvicorn module:app` makes of it: __call__ is the POST coroutine
     config.load()
     assert config.interface == "asgi3" and asyncio.iscoroutinefunction(asgi.__call__)
+
+
+async def test_a_result_json_cannot_carry_is_answered_with_its_id(client: Any) -> None:
+    app = App("t", telemetry=False)
+
+    @app.resource("sur://general")
+    def general(ctx: Context) -> str:  # the general path (a Context)
+        return "a\ud800b"  # a lone surrogate: not JSON
+
+    app.resource("sur://fast")(lambda: "a\ud800b")
+    c = await client(app)
+    for rid, uri in ((1, "sur://general"), (2, "sur://fast")):
+        response = await c.read(rid, uri)
+        assert response.status_code == 200
+        assert response.json()["id"] == rid and response.json()["error"]["code"] == -32603

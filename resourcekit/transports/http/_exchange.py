@@ -15,6 +15,8 @@ from typing import Any
 
 import orjson
 
+from ...eras import error_response
+from ...errors import unencodable
 from ...protocol import Connection
 from ._headers import JSON_TYPE, Headers, HTTPError, Receive, Send, forbidden_headers, respond, status_of
 from ._sessions import Session
@@ -99,7 +101,11 @@ async def exchange(
         issued: Headers = ([(b"mcp-session-id", session.id.encode())]
                            if issue_session and session is not None and conn.protocol_version is not None else [])
         if status and (json_ok or status != 200):  # an HTTP-level error is JSON whatever Accept says
-            body = orjson.dumps(first)
+            try:
+                body = orjson.dumps(first)
+            except TypeError as exc:  # a result JSON cannot carry (a lone surrogate in a str): still answered
+                log.error("a response could not be encoded", exc_info=exc)
+                body = orjson.dumps(error_response(first.get("id"), unencodable()))
             headers = [JSON_TYPE, (b"content-length", b"%d" % len(body)), *issued]
             if status == 403:
                 headers.extend(forbidden_headers(first, principal))
