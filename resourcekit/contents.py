@@ -189,8 +189,8 @@ def text_version(text: str, mime_type: str) -> str:
     return version
 
 
-_LONG_MEMO_TEXT = 1 << 22  # characters: long texts up to this long are remembered, the last one per length
-_LONG_MEMO_SIZE = 4  # lengths: 16 Mi characters in all at most; the table starts over when full
+_LONG_MEMO_BYTES = 1 << 22  # long texts up to this size in memory are remembered, the last one per length
+_LONG_MEMO_SIZE = 4  # lengths: 16 MiB in all at most; the table starts over when full
 _LONG_VERSIONS: dict[int, tuple[str, str, str]] = {}  # len(text) -> (text, mimeType, version)
 
 
@@ -210,7 +210,7 @@ def _long_text_version(text: str, mime_type: str) -> str:
         return known[2]
     version = _long_version((text[start:start + _SHORT].encode("utf-8", "surrogatepass")
                              for start in range(0, size, _SHORT)), b"\0" + mime_type.encode())
-    if size <= _LONG_MEMO_TEXT:
+    if sys.getsizeof(text) <= _LONG_MEMO_BYTES:  # in bytes: a text of wide characters takes up to 4 each
         if len(_LONG_VERSIONS) >= _LONG_MEMO_SIZE and size not in _LONG_VERSIONS:
             _LONG_VERSIONS.clear()
         _LONG_VERSIONS[size] = (text, mime_type, version)

@@ -241,6 +241,9 @@ def test_a_long_text_served_again_keeps_its_version_and_any_change_gives_a_new_o
     for extra in range(20):  # the table stays bounded however many lengths are served
         text_version("y" * (70_000 + extra), "text/plain")
     assert len(contents._LONG_VERSIONS) <= contents._LONG_MEMO_SIZE
-    huge = "z" * (contents._LONG_MEMO_TEXT + 1)  # too long to keep: hashed each time
+    huge = "z" * contents._LONG_MEMO_BYTES  # too big to keep: hashed each time
     assert text_version(huge, "text/plain") == version_of(huge.encode(), "text/plain")
     assert len(huge) not in contents._LONG_VERSIONS
+    wide = "\U0001f600" * (contents._LONG_MEMO_BYTES // 4)  # 4 bytes a character: as big, in a quarter of the length
+    assert text_version(wide, "text/plain") == version_of(wide.encode(), "text/plain")
+    assert len(wide) not in contents._LONG_VERSIONS
