@@ -320,3 +320,7 @@ async def test_a_result_json_cannot_carry_is_answered_with_its_id(client: Any) -
         response = await c.read(rid, uri)
         assert response.status_code == 200
         assert response.json()["id"] == rid and response.json()["error"]["code"] == -32603
+    streamed = await c.read(3, "sur://general", accept="text/event-stream")  # a client that takes SSE only
+    data = [line[6:] for line in streamed.text.splitlines() if line.startswith("data: ") and line != "data: "]
+    assert streamed.status_code == 200 and [orjson.loads(d)["error"]["code"] for d in data] == [-32603]
+    assert orjson.loads(data[0])["id"] == 3

@@ -13,12 +13,8 @@ import functools
 import logging
 from typing import Any
 
-import orjson
-
-from ...eras import error_response
-from ...errors import unencodable
 from ...protocol import Connection
-from ._headers import JSON_TYPE, Headers, HTTPError, Receive, Send, forbidden_headers, respond, status_of
+from ._headers import JSON_TYPE, Headers, HTTPError, Receive, Send, encode, forbidden_headers, respond, status_of
 from ._sessions import Session
 from ._sse import CANCELLED, ENDED, PRIMING_VERSION, Inbox, OpenStreams, Stream, plain_event, sse_headers, write
 
@@ -101,11 +97,7 @@ async def exchange(
         issued: Headers = ([(b"mcp-session-id", session.id.encode())]
                            if issue_session and session is not None and conn.protocol_version is not None else [])
         if status and (json_ok or status != 200):  # an HTTP-level error is JSON whatever Accept says
-            try:
-                body = orjson.dumps(first)
-            except TypeError as exc:  # a result JSON cannot carry (a lone surrogate in a str): still answered
-                log.error("a response could not be encoded", exc_info=exc)
-                body = orjson.dumps(error_response(first.get("id"), unencodable()))
+            body = encode(first)  # an unencodable result: its -32603
             headers = [JSON_TYPE, (b"content-length", b"%d" % len(body)), *issued]
             if status == 403:
                 headers.extend(forbidden_headers(first, principal))

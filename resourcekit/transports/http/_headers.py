@@ -10,12 +10,13 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import orjson
 
-from ...errors import HeaderMismatch, InsufficientScope, InvalidParams, InvalidRequest, MCPError
+from ...errors import HeaderMismatch, InsufficientScope, InvalidParams, InvalidRequest, MCPError, unencodable
 from ...protocol import Connection, error_response
 from ...versions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION, MODERN_VERSIONS
 
@@ -248,3 +249,13 @@ async def read_rest(message: dict[str, Any], receive: Receive, limit: int) -> by
         if not message.get("more_body"):
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
         message = await receive()
+
+
+def encode(message: Any) -> bytes:
+    """A message as JSON; a response whose result JSON cannot carry (a lone surrogate in a
+    ``str``) becomes the -32603 error with its id (logged), so that it is still answered."""
+    try:
+        return orjson.dumps(message)
+    except TypeError as exc:
+        logging.getLogger("resourcekit").error("a response could not be encoded", exc_info=exc)
+        return orjson.dumps(error_response(message.get("id") if type(message) is dict else None, unencodable()))

@@ -12,9 +12,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
-from ._headers import Headers, HTTPError, Receive, Send
+from ._headers import Headers, HTTPError, Receive, Send, encode
 
 KEEPALIVE = b": keep-alive\n\n"
 PRIMING_VERSION = "2025-11-25"  # the first revision with the SSE priming event (SEP-1699)
@@ -185,7 +183,7 @@ class Stream:
     def event(self, message: Any) -> bytes:
         """Number and keep one event; a resumer (if any) gets it too."""
         self.last += 1
-        data = b"id: %s.%d\nevent: message\ndata: %s\n\n" % (self.key, self.last, orjson.dumps(message))
+        data = b"id: %s.%d\nevent: message\ndata: %s\n\n" % (self.key, self.last, encode(message))
         self.replay.keep(self, self.last, data)
         if self.replay.mirror is not None:
             self.replay.mirror(self.key, self.last, data)
@@ -322,7 +320,7 @@ def sse_headers(extra: Headers | None = None) -> Headers:
 
 def plain_event(message: Any) -> bytes:
     """An SSE event without an id: 2026-07-28 streams are not resumable."""
-    return b"event: message\ndata: " + orjson.dumps(message) + b"\n\n"
+    return b"event: message\ndata: " + encode(message) + b"\n\n"
 
 
 async def write(send: Send, data: bytes) -> None:
