@@ -176,34 +176,54 @@ async def test_one_timer_per_connection_looks_at_the_batches_and_stops_when_they
         server.close()
 
 
-def test_lines_cut_anywhere_between_blocks_over_stdio(tmp_path: Path) -> None:
-    (tmp_path / "fast_app.py").write_text(STDIO_APP)
-    proc = subprocess.Popen(command("run", str(tmp_path / "fast_app.py")), stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
-    assert proc.stdin is not None and proc.stdout is not None
-    try:
-        proc.stdin.write(orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}) + b"\n")
-        proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
-        proc.stdin.flush()
-        assert orjson.loads(proc.stdout.readline())["id"] == 0
-        data = b"".join(read(i, "text://a" if i % 2 else f"item://{i}") + b"\n\n" for i in range(1, 201))
-        cuts = [0, 5, 6, 90, 91, 400, 1000, 1001, 3000, len(data)]
-        for start, end in itertools.pairwise(cuts):
-            proc.stdin.write(data[start:end])
-            proc.stdin.flush()
-            time.sleep(0.02)  # a block of its own
-        got = {}
-        for _ in range(200):
-            message = orjson.loads(proc.stdout.readline())
-            got[message["id"]] = message["result"]["contents"][0]["text"]
-        assert got == {i: "hello" if i % 2 else f"item {i}" for i in range(1, 201)}
-    finally:
+class StdioServer:
+    """A real ``resourcekit run`` of ``source`` over stdio, past its handshake."""
+
+    def __init__(self, tmp_path: Path, source: str) -> None:
+        (tmp_path / "stdio_app.py").write_text(source)
+        self.proc = subprocess.Popen(command("run", str(tmp_path / "stdio_app.py")), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
+        self.send(orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}),
+            b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+        assert self.answer()["id"] == 0
+
+    def write(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, *messages: bytes) -> None:
+        self.write(b"".join(m + b"\n" for m in messages))
+
+    def answer(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        return orjson.loads(self.proc.stdout.readline())  # type: ignore[no-any-return]
+
+    def __enter__(self) -> StdioServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        proc = self.proc
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         proc.stdin.close()
         proc.wait(10)
         proc.stdout.close()
-        assert proc.stderr is not None
         proc.stderr.close()
+
+
+def test_lines_cut_anywhere_between_blocks_over_stdio(tmp_path: Path) -> None:
+    with StdioServer(tmp_path, STDIO_APP) as server:
+        data = b"".join(read(i, "text://a" if i % 2 else f"item://{i}") + b"\n\n" for i in range(1, 201))
+        cuts = [0, 5, 6, 90, 91, 400, 1000, 1001, 3000, len(data)]
+        for start, end in itertools.pairwise(cuts):
+            server.write(data[start:end])
+            time.sleep(0.02)  # a block of its own
+        got = {}
+        for _ in range(200):
+            message = server.answer()
+            got[message["id"]] = message["result"]["contents"][0]["text"]
+        assert got == {i: "hello" if i % 2 else f"item {i}" for i in range(1, 201)}
 
 
 async def test_what_fast_reads_record_follows_the_content() -> None:
@@ -247,42 +267,18 @@ def slow() -> str:
 def test_a_big_reads_id_is_free_again_once_answered_while_the_workers_are_busy(tmp_path: Path) -> None:
     # a big read is a job of its own: when every worker is busy its job starts a new one, which
     # may answer before the loop goes on; the id must then be free for the client's next request
-    (tmp_path / "big_app.py").write_text(BIG_APP)
-    proc = subprocess.Popen(command("run", str(tmp_path / "big_app.py")), stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
-    assert proc.stdin is not None and proc.stdout is not None
-
-    def send(*messages: bytes) -> None:
-        assert proc.stdin is not None
-        proc.stdin.write(b"".join(m + b"\n" for m in messages))
-        proc.stdin.flush()
-
-    def answer() -> dict[str, Any]:
-        assert proc.stdout is not None
-        return orjson.loads(proc.stdout.readline())  # type: ignore[no-any-return]
-
-    try:
-        send(orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}),
-            b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
-        assert answer()["id"] == 0
-        send(read(1, "big://a"))  # its reply is big: from now on, a job per read
-        assert len(answer()["result"]["contents"][0]["text"]) == 200_000
+    with StdioServer(tmp_path, BIG_APP) as server:
+        server.send(read(1, "big://a"))  # its reply is big: from now on, a job per read
+        assert len(server.answer()["result"]["contents"][0]["text"]) == 200_000
         for trial in range(3):
             slow = [read(f"s{trial}-{k}", "slow://a") for k in range(trial + 1)]
-            send(*slow)  # every worker busy
+            server.send(*slow)  # every worker busy
             time.sleep(0.05)
             for _ in range(2):  # the same id again, once answered
-                send(read("b", "big://a"))
-                got = answer()
+                server.send(read("b", "big://a"))
+                got = server.answer()
                 assert got["id"] == "b" and "result" in got, got
-            assert sorted(answer()["id"] for _ in slow) == sorted(f"s{trial}-{k}" for k in range(trial + 1))
-    finally:
-        proc.stdin.close()
-        proc.wait(10)
-        proc.stdout.close()
-        assert proc.stderr is not None
-        proc.stderr.close()
+            assert sorted(server.answer()["id"] for _ in slow) == sorted(f"s{trial}-{k}" for k in range(trial + 1))
 
 
 SURROGATE_APP = """
@@ -298,28 +294,12 @@ def general(ctx: Context) -> str:
 
 
 def test_a_result_json_cannot_carry_is_answered_with_an_error_on_either_path(tmp_path: Path) -> None:
-    (tmp_path / "sur_app.py").write_text(SURROGATE_APP)
-    proc = subprocess.Popen(command("run", str(tmp_path / "sur_app.py")), stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
-    assert proc.stdin is not None and proc.stdout is not None
-    try:
-        proc.stdin.write(orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}) + b"\n")
-        proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
-        proc.stdin.flush()
-        assert orjson.loads(proc.stdout.readline())["id"] == 0
+    with StdioServer(tmp_path, SURROGATE_APP) as server:
         for rid, uri in enumerate(("sur://general", "sur://fast", "text://a"), 1):  # a lone surrogate: not JSON
-            proc.stdin.write(read(rid, uri) + b"\n")
-            proc.stdin.flush()
-            got = orjson.loads(proc.stdout.readline())
+            server.send(read(rid, uri))
+            got = server.answer()
             assert got["id"] == rid
             if uri == "text://a":  # and the server goes on serving
                 assert got["result"]["contents"][0]["text"] == "hello"
             else:
                 assert got["error"]["code"] == -32603
-    finally:
-        proc.stdin.close()
-        proc.wait(10)
-        proc.stdout.close()
-        assert proc.stderr is not None
-        proc.stderr.close()
