@@ -98,7 +98,8 @@ def read_lines(conn: Connection, lines: Iterable[bytes | str]) -> None:
                     conn.send(error_response(None, ParseError(f"Parse error: {exc}")))
         return
     inflight, limits, router, items = conn.inflight, conn.limits, conn.app.router, batch.items
-    exact, max_inflight, max_uri_length, traced = router.exact, limits.max_inflight, limits.max_uri_length, conn.traced
+    exact, resolve = router.exact, router.resolve
+    max_inflight, max_uri_length, traced = limits.max_inflight, limits.max_uri_length, conn.traced
     for line in lines:
         if not line:
             continue
@@ -120,17 +121,11 @@ def read_lines(conn: Connection, lines: Iterable[bytes | str]) -> None:
                 type(uri) is str and uri and len(uri) <= max_uri_length and (type(rid) is int or type(rid) is str)
                 and rid not in inflight and len(inflight) < max_inflight and msg.get("jsonrpc") == "2.0"
             ):
-                handler = exact.get(uri)
+                handler = exact.get(uri)  # the most frequent case, inline
                 if handler is None:
-                    # the router's match cache, read here: a hit needs no Match, nor a copy of its values
-                    # (the handler's call binds them; a handler whose values may be lists gets copies)
-                    hit = router._cache.get(uri)
-                    if hit is not None and hit[0] not in router._listy:
-                        handler, kwargs = hit[0], hit[1]
-                    else:
-                        match = router.match(uri)
-                        if match is not None:
-                            handler, kwargs = match.handler, match.kwargs
+                    found = resolve(uri)
+                    if found is not None:
+                        handler, kwargs = found
         if handler is None or handler.sig.is_async or handler.sig.context_param is not None:
             receive(msg)
             continue

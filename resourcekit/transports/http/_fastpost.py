@@ -40,14 +40,12 @@ from ._sse import CANCELLED, ENDED
 
 if TYPE_CHECKING:
     from ..._runner import ThreadRunner
-    from ...handler import Handler
     from ...protocol import Connection
 
 __all__ = ["HttpRead", "Reads", "answered", "read_http"]
 
 log = logging.getLogger("resourcekit")
 
-_NO_ARGUMENTS: dict[str, Any] = {}  # a resource's handler takes none (never changed: only passed on)
 _now = time.perf_counter
 _bare = object.__new__
 Response = tuple[dict[str, Any], dict[str, Any]]  # http.response.start, http.response.body
@@ -62,20 +60,9 @@ class HttpRead(ShortRead):
     """
 
     __slots__ = ("started", "waiter")
-
-    def __init__(self, conn: Connection, rid: Any, params: dict[str, Any], uri: str, handler: Handler,
-                 kwargs: dict[str, Any], waiter: asyncio.Future[Any]) -> None:
-        # Request.__init__ for this case (no _meta, the session's era), without its branches;
-        # read_http sets the same fields on a bare instance (no __init__ call per read)
-        self.conn = conn
-        self.id = rid
-        self.params = params
-        self.cancelled = False
-        self.uri = uri
-        self.handler = handler
-        self.kwargs = kwargs
-        self.waiter = waiter
-        self.started = 0.0  # when telemetry is on (a sampled-out request: its duration only)
+    started: float
+    waiter: asyncio.Future[Any]
+    # made by ``read_http`` on a bare instance, its fields stored there (no __init__ call per read)
 
     def deliver(self, answer: Any) -> None:
         """Where the answer goes (``Request.fail`` calls ``reply``): to the POST waiting for it."""
@@ -245,15 +232,10 @@ def read_http(conn: Connection, msg: dict[str, Any], params: dict[str, Any], rea
         or conn.protocol_version is None or conn.optin.sep_2093 or conn.new_request is not Request
     ):
         return None
-    router = conn.app.router
-    handler = router.exact.get(uri)
-    if handler is not None:
-        kwargs = _NO_ARGUMENTS
-    else:
-        match = router.match(uri)
-        if match is None:
-            return None
-        handler, kwargs = match.handler, match.kwargs
+    found = conn.app.router.resolve(uri)
+    if found is None:
+        return None
+    handler, kwargs = found
     sig = handler.sig
     if sig.is_async or sig.context_param is not None:
         return None
@@ -263,7 +245,7 @@ def read_http(conn: Connection, msg: dict[str, Any], params: dict[str, Any], rea
         if not dropped:  # a span is wanted, or the sampler decides in the SDK: the general path
             return None
     loop = reads.loop
-    req = _bare(HttpRead)  # HttpRead.__init__, inlined
+    req = _bare(HttpRead)
     req.conn = conn
     req.id = rid
     req.params = params
