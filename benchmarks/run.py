@@ -2,7 +2,9 @@
 
 The raw limits are what one Python process can do with orjson and nothing else: raw_loop.py over
 stdio, raw_http.py (asyncio) over HTTP, and asgi, the same replies as a bare ASGI app on uvicorn
-(raw_asgi.py, W5 only): the best any framework on uvicorn can do.
+(raw_asgi.py, W5 only): the best any framework on uvicorn can do. The asyncio floor
+(raw_asyncio.py, W4 and W2 only) is raw_loop.py driven by an asyncio loop: no server on asyncio
+starts faster.
 
 With BENCH_BASELINE_DIR set to another checkout (a directory holding a resourcekit/ package, e.g. a
 `git worktree` of an earlier commit), a fifth server, baseline, serves the same rk_app.py with that
@@ -52,9 +54,11 @@ ROOT = HERE.parent
 SERVERS_DIR = HERE / "servers"
 LOG_DIR = HERE / ".logs"
 PROTOCOL_VERSION = "2025-11-25"
-SERVER_NAMES = ("resourcekit", "baseline", "mcp", "fastmcp", "raw", "asgi")
+SERVER_NAMES = ("resourcekit", "baseline", "mcp", "fastmcp", "raw", "asyncio", "asgi")
 # servers with no stdio side: they run W5 only (the other workloads skip them)
 HTTP_ONLY = ("asgi",)
+# the floor of any server on asyncio (raw_loop.py driven by an asyncio loop): start-up only (W4, W2)
+START_ONLY = ("asyncio",)
 # resourcekit and baseline serve the same servers/rk_app.py, each with the resourcekit package of
 # its own checkout: this one, or the one named by BENCH_BASELINE_DIR (an earlier commit).
 RK_SERVERS = ("resourcekit", "baseline")
@@ -87,7 +91,7 @@ def _rk_argv(*extra: str) -> list[str]:
 def server_argv(name: str) -> list[str]:
     if name in RK_SERVERS:
         return _rk_argv()
-    file = {"mcp": "mcp_app.py", "fastmcp": "fastmcp_app.py", "raw": "raw_loop.py"}[name]
+    file = {"mcp": "mcp_app.py", "fastmcp": "fastmcp_app.py", "raw": "raw_loop.py", "asyncio": "raw_asyncio.py"}[name]
     return [sys.executable, str(SERVERS_DIR / file)]
 
 
@@ -1030,7 +1034,7 @@ def run_all(cfg: Config, servers: list[str], workloads: list[str]) -> dict[str, 
         print(f"== {wl}", file=sys.stderr)
         for r in range(cfg.runs):
             for name in servers:
-                if name not in HTTP_ONLY or wl == "W5":
+                if (name not in HTTP_ONLY or wl == "W5") and (name not in START_ONLY or wl == "W4"):
                     measure(wl, name, fnf(name, r))
     if "w2" in workloads:
         for size in cfg.list_sizes:
@@ -1234,6 +1238,23 @@ def target_results(res: dict[str, Any], workloads: set[str] | None = None) -> li
     return out
 
 
+FLOORS = (("W4 spawn → initialize reply", "W4", "startup_ms", "ms"),
+          ("W2 start-up with 100,000 resources", "W2-list100k", "startup_s", "s"))
+
+
+def floor_lines(res: dict[str, Any]) -> list[str]:
+    """The start-up targets beside the floor of any server on asyncio (``servers/raw_asyncio.py``):
+    how much of resourcekit's ratio to the raw limit is asyncio's, and how much its own."""
+    out = []
+    for label, wl, key, unit in FLOORS:
+        rk, raw, floor = (_get(res, wl, n, key) for n in ("resourcekit", "raw", "asyncio"))
+        if rk is None or raw is None or floor is None or not raw or not floor:
+            continue
+        out.append(f"{label}: the asyncio floor {_fmt(floor)} {unit} is {floor / raw:.2f}x raw; resourcekit "
+                   f"{_fmt(rk)} {unit} is {rk / floor:.2f}x the floor")
+    return out
+
+
 def markdown(doc: dict[str, Any]) -> str:
     res = doc["results"]
     names = [n for n in SERVER_NAMES if n in doc["servers"]]
@@ -1242,7 +1263,7 @@ def markdown(doc: dict[str, Any]) -> str:
     head = {"resourcekit": "resourcekit", "baseline": f"baseline {base_commit.split(' ', 1)[0]}",
             "mcp": f"mcp {doc['versions'].get('mcp', '')}",
             "fastmcp": f"fastmcp {doc['versions'].get('fastmcp', '')}", "raw": "raw limit",
-            "asgi": "bare ASGI on uvicorn"}
+            "asyncio": "asyncio floor", "asgi": "bare ASGI on uvicorn"}
     cols = [head[n] for n in names]
     vs_base = "resourcekit" in names and "baseline" in names
     ratio_cols = [o for o in ("mcp", "fastmcp", "raw", "asgi") if o in names and "resourcekit" in names]
@@ -1291,6 +1312,11 @@ def markdown(doc: dict[str, Any]) -> str:
             lines.append(f"| {tr.target.label} | {_fmt(tr.value)} | {_fmt(tr.reference)} ({tr.target.reference}) "
                          f"| {ratio} | {met} |")
         lines.append("")
+        floors = floor_lines(res)
+        if floors:
+            lines += ["Start-up beside the floor of any server on asyncio (`servers/raw_asyncio.py`: the raw limit's "
+                      "work driven by an asyncio loop; importing asyncio is most of its start-up):", "",
+                      *[f"- {line}" for line in floors], ""]
     errors = [
         f"- {wl} / {n}: {s['error']}"
         for wl, per in res.items()
@@ -1309,6 +1335,9 @@ def markdown(doc: dict[str, Any]) -> str:
         "when big; no asyncio, no hashing); W6's handler returns a new `str` per read (decoded from bytes, as from "
         "a file) in every server; over HTTP (W5) `servers/raw_http.py`, an asyncio HTTP/1.1 server with the same "
         "hand-built replies.",
+        *(["- asyncio floor (W4 and W2 only): `servers/raw_asyncio.py`, the raw limit's reads, replies and writes "
+           "driven by an asyncio event loop (`add_reader` on stdin): no server on asyncio starts faster."]
+          if "asyncio" in names else []),
         *(["- bare ASGI on uvicorn (W5 only): `servers/raw_asgi.py`, the same hand-built replies as one ASGI "
            "callable under uvicorn with httptools and uvloop, access log, `Server` and `Date` headers off: the best "
            "any framework on uvicorn can do."] if "asgi" in names else []),
@@ -1368,7 +1397,7 @@ def chart(doc: dict[str, Any], path: Path) -> bool:
     res = doc["results"]
     names = [n for n in SERVER_NAMES if n in doc["servers"]]
     colors = {"resourcekit": "#2b7bba", "baseline": "#8fbfe0", "mcp": "#999999", "fastmcp": "#c9a227",
-              "raw": "#444444", "asgi": "#777777"}
+              "raw": "#444444", "asyncio": "#5e5e5e", "asgi": "#777777"}
     fig, axes = plt.subplots(2, 4, figsize=(17, 7))
     for ax, (title, wl, key) in zip(axes.flat, CHART_METRICS, strict=False):
         shown = [n for n in names if n in res.get(wl, {})]  # asgi runs W5 only
@@ -1478,7 +1507,7 @@ def compile_servers(servers: list[str]) -> None:
 
 # --------------------------------------------------------------------------- --check
 
-CHECK_SERVERS = ("resourcekit", "raw", "asgi")
+CHECK_SERVERS = ("resourcekit", "raw", "asyncio", "asgi")
 
 
 def check(servers_arg: str | None, workloads: list[str], runs: int, seconds: float) -> int:
@@ -1525,6 +1554,11 @@ def check(servers_arg: str | None, workloads: list[str], runs: int, seconds: flo
             worse = v is not None and _worse(v, t.at_least)
             shown = "—" if v is None else f"{v:.3f}x" + (f"  more than {REGRESSION_LIMIT:.0%} worse" if worse else "")
             print(f"  {t.workload:12s} {t.key:13s} {shown}")
+    floors = floor_lines(res)
+    if floors:
+        print("\nStart-up beside the floor of any server on asyncio (servers/raw_asyncio.py):")
+        for line in floors:
+            print(f"  {line}")
     summary = f"{len(rows) - len(failed)} of {len(rows)} targets met"
     print(f"\n{summary}; short: {'; '.join(failed)}" if failed else f"\n{summary}")
     return 1 if failed or not rows else 0

@@ -48,4 +48,5 @@ def main():
             write_batch(out)
 
 
-main()
+if __name__ == "__main__":
+    main()
