@@ -143,7 +143,9 @@ class ReadBatch:
                     continue
                 if type(value) is bytes:
                     if inflight.get(req.id) is req:  # before the reply: the client may reuse the id then
-                        del inflight[req.id]  # (not another request's: cancelled meanwhile, its id reused)
+                        # (not another request's: cancelled meanwhile, its id reused); pop, for the loop
+                        # may cancel it right after the look (a KeyError lost the batch's other replies)
+                        inflight.pop(req.id, None)
                     lines.append(value)
                     if req.started:
                         timed.append(req)
@@ -194,7 +196,9 @@ class BatchWatch:
         kept = [(batch, len(batch.items)) for batch, left in self.batches
                 if batch.answered < batch.size and batch.check(left)]
         fresh, self.fresh = self.fresh, []
-        kept.extend((batch, batch.size) for batch in fresh if batch.answered < batch.size)
+        # left as now: a read a worker took at once (a blocking one) must not count as progress at
+        # the next tick, or the reads behind it wait for the third
+        kept.extend((batch, len(batch.items)) for batch in fresh if batch.answered < batch.size)
         self.batches = kept
         if kept and not self.conn.closed:
             self.conn.server.loop.call_later(STALL, self.tick)

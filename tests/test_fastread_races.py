@@ -1,0 +1,87 @@
+"""Review of the stdio short read path (resourcekit/_fastread.py, _fastbatch.py): interleavings
+of a batch's worker with the loop, and how long a blocking read may hold up its batch."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import orjson
+import pytest
+
+from resourcekit import App, _fastbatch
+from resourcekit._fastbatch import BatchWatch
+from tests.test_fastread import answered, read
+from tests.test_fastread_lines import block_session
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_read_batched_behind_a_blocking_one_is_queued_again_on_the_second_tick(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # the worker takes the blocking read at once: the read behind it must go to another worker
+    # on the watch's second tick (STALL to 2 * STALL after), not on its third
+    monkeypatch.setattr(_fastbatch, "STALL", 0.1)  # ticks far apart: which one answered is clear
+    ticks: list[None] = []
+    tick = BatchWatch.tick
+
+    def counted(self: BatchWatch) -> None:
+        ticks.append(None)
+        tick(self)
+
+    monkeypatch.setattr(BatchWatch, "tick", counted)
+    app = App("t", telemetry=False)
+    release = threading.Event()
+    app.resource("slow://x")(lambda: "done" if release.wait(5) else "late")
+    app.resource("fast://x")(lambda: "fast")
+    server, conn, out = block_session(app)
+    at_answer: dict[Any, int] = {}
+
+    def send_bytes(data: bytes) -> None:
+        for line in data.splitlines():
+            message = orjson.loads(line)
+            at_answer[message["id"]] = len(ticks)
+            out.append(message)
+
+    conn.send_bytes = send_bytes
+    try:
+        conn.feed_lines([read(1, "slow://x"), read(2, "fast://x")])
+        conn.end_of_input()
+        got = await answered(out, {2})
+        assert got[2]["result"]["contents"][0]["text"] == "fast"
+        assert at_answer[2] == 2, f"answered after tick {at_answer[2]}"
+        release.set()
+        await answered(out, {1, 2})
+    finally:
+        release.set()
+        server.close()
+
+
+async def test_a_read_cancelled_while_its_worker_frees_its_id_does_not_lose_the_batchs_replies() -> None:
+    # the worker looks up the read's id, the loop cancels the read (and drops the id) before the
+    # worker deletes it: the other replies of the batch must still go out, their ids freed
+    app = App("t", telemetry=False)
+    app.resource("text://a")(lambda: "hello")
+    server, conn, out = block_session(app)
+
+    class CancelledMeanwhile(dict[Any, Any]):
+        def get(self, key: Any, default: Any = None) -> Any:
+            found = super().get(key, default)
+            if key == 2 and found is not None and threading.current_thread() is not threading.main_thread():
+                conn.cancel(2)  # what the loop thread may do between the worker's two steps
+            return found
+
+    conn.inflight = CancelledMeanwhile()
+    try:
+        conn.feed_lines([read(1, "text://a"), read(2, "text://a"), read(3, "text://a")])
+        conn.end_of_input()
+        got = await answered(out, {1, 3})
+        assert set(got) == {1, 3}
+        for _ in range(100):
+            if not conn.inflight:
+                break
+            await asyncio.sleep(0.01)
+        assert not conn.inflight
+    finally:
+        server.close()
