@@ -85,3 +85,30 @@ async def test_a_read_cancelled_while_its_worker_frees_its_id_does_not_lose_the_
         assert not conn.inflight
     finally:
         server.close()
+
+
+async def test_a_subscribe_while_a_worker_starts_the_seen_table_over_is_confirmed() -> None:
+    # reads in workers start a session's table of versions read over when it is full: a
+    # subscribe on the loop that looks a URI up in it must not find it, then miss it
+    app = App("t", telemetry=False)
+    app.resource("text://a")(lambda: "hello")
+    server, conn, out = block_session(app)
+
+    class ClearedMeanwhile(dict[str, str]):
+        def __contains__(self, key: object) -> bool:
+            found = super().__contains__(key)
+            self.clear()  # what a worker's read of yet another URI may do right now
+            return found
+
+    try:
+        conn.feed_lines([read(1, "text://a")])
+        conn.end_of_input()
+        await answered(out, {1})
+        conn.seen = ClearedMeanwhile(conn.seen)
+        conn.feed_lines([orjson.dumps({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe",
+                                       "params": {"uri": "text://a"}})])
+        conn.end_of_input()
+        got = await answered(out, {2})
+        assert got[2].get("result") == {}, got[2]
+    finally:
+        server.close()

@@ -175,7 +175,8 @@ class Subscriptions:
         are checked again, for they may have changed since the session read them.
         """
         known = conn.seen if conn is not None else {}
-        versions = {uri: known[uri] for uri in uris if uri in known}
+        # one lookup per URI: reads in workers may start the table over between two
+        versions = {uri: version for uri in uris if (version := known.get(uri)) is not None}
         remembered = list(versions)
         unknown = [uri for uri in uris if uri not in versions]
         read = await asyncio.gather(*(self.tracker.read_version(uri) for uri in unknown))
