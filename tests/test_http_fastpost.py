@@ -18,7 +18,9 @@ import pytest
 import uvicorn
 
 from resourcekit import App, Context
+from resourcekit.errors import InvalidParams, MCPError
 from resourcekit.protocol import Server
+from resourcekit.request import Request
 from resourcekit.transports.http import ASGIApp
 from resourcekit.transports.http._fastpost import HttpRead
 from tests.helpers import APPS
@@ -324,3 +326,44 @@ async def test_a_result_json_cannot_carry_is_answered_with_its_id(client: Any) -
     data = [line[6:] for line in streamed.text.splitlines() if line.startswith("data: ") and line != "data: "]
     assert streamed.status_code == 200 and [orjson.loads(d)["error"]["code"] for d in data] == [-32603]
     assert orjson.loads(data[0])["id"] == 3
+
+
+async def test_an_error_or_result_json_cannot_carry_is_answered_as_the_general_path_answers_it(client: Any) -> None:
+    """A lone surrogate in a result (short or long text), or in the message or data of an error a
+    handler raised: the short path's response is the general path's, byte for byte (its -32603
+    with the read's id, 200, CORS headers), never a 500 without id."""
+    app = App("t", telemetry=False)
+    app.resource("sur://short")(lambda: "a\ud800b")
+    app.resource("sur://long")(lambda: "a\udcff" * 300)
+
+    @app.resource("sur://message")
+    def message() -> str:
+        raise InvalidParams("Invalid params: no file named \udcff")  # a name os.listdir could give
+
+    @app.resource("sur://data")
+    def data() -> str:
+        raise MCPError("Internal error", {"file": "\udcff"})
+
+    asgi = ASGIApp(app, allowed_origins=["https://app.example.com"])
+    fast, general = await Client(asgi).start(), await Client(asgi).start()
+    general.conn().new_request = _GeneralRequest  # not the plain Request: the general path
+    try:
+        for rid, uri in enumerate(("sur://short", "sur://long", "sur://message", "sur://data"), 1):
+            got = [await c.read(rid, uri, origin="https://app.example.com") for c in (fast, general)]
+            assert [(r.status_code, r.headers.items(), r.content) for r in got] == \
+                [(got[1].status_code, got[1].headers.items(), got[1].content)] * 2
+            assert got[0].status_code == 200 and got[0].json()["id"] == rid
+            assert got[0].json()["error"] == {"code": -32603,
+                                              "message": "Internal error: the result could not be encoded as JSON"}
+            assert got[0].headers["access-control-allow-origin"] == "https://app.example.com"
+        assert not fast.conn().inflight
+    finally:
+        await fast.http.aclose()
+        await general.http.aclose()
+        asgi.close()
+
+
+class _GeneralRequest(Request):
+    """A plain request by another class: a session whose reads go the general way."""
+
+    __slots__ = ()

@@ -25,8 +25,6 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from orjson import dumps
-
 from ... import telemetry
 from ..._runner import QUIET, STALL
 from ..._shortread import ShortRead
@@ -35,7 +33,7 @@ from ...errors import LimitExceeded, ResourceNotFound
 from ...methods.reading import TAIL_TEXT, read_result, text_reply
 from ...request import Request
 from ._exchange import unanswered
-from ._headers import JSON_TYPE, LENGTHS, Send, content_length, status_of
+from ._headers import JSON_TYPE, LENGTHS, Send, content_length, encode, status_of
 from ._sse import CANCELLED, ENDED
 
 if TYPE_CHECKING:
@@ -83,9 +81,12 @@ class HttpRead(ShortRead):
             self.conn.app.router.forget(uri)  # no cache slot for what is not there
             raise
         if type(value) is str and len(value) <= TAIL_TEXT:  # the most common read: its reply's tail encoded before
-            body = text_reply(self.conn, self.id, uri, handler.mime_type or TEXT_MIME, value)[:-1]  # no newline
-        else:
-            body = dumps({"jsonrpc": "2.0", "id": self.id, "result": read_result(self, handler, uri, value)})
+            try:
+                body = text_reply(self.conn, self.id, uri, handler.mime_type or TEXT_MIME, value)[:-1]  # no newline
+            except TypeError:  # a text JSON cannot carry (a lone surrogate): as below, its -32603
+                body = encode({"jsonrpc": "2.0", "id": self.id, "result": read_result(self, handler, uri, value)})
+        else:  # (``encode``: a result JSON cannot carry is answered as the general path answers it)
+            body = encode({"jsonrpc": "2.0", "id": self.id, "result": read_result(self, handler, uri, value)})
         # the two ASGI messages of the response, made here: the loop only sends them
         size = len(body)
         return ({"type": "http.response.start", "status": 200,
@@ -269,7 +270,7 @@ async def answered(req: HttpRead, answer: Any, send: Send, sse_ok: bool) -> None
     if answer is ENDED or answer is CANCELLED:
         await unanswered(send, answer, sse_ok)
         return
-    body = dumps(answer)
+    body = encode(answer)  # an error JSON cannot carry (a handler's message): its -32603, as in ``exchange``
     await send({"type": "http.response.start", "status": status_of(answer, req.conn),
                 "headers": [JSON_TYPE, (b"content-length", b"%d" % len(body))]})
     await send({"type": "http.response.body", "body": body})
