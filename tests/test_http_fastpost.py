@@ -367,3 +367,29 @@ class _GeneralRequest(Request):
     """A plain request by another class: a session whose reads go the general way."""
 
     __slots__ = ()
+
+
+async def test_a_batch_stuck_behind_busy_workers_is_queued_once_not_every_look() -> None:
+    """Every worker held by a blocking read: the batch's reads left wait in one job of the queue,
+    as the general path's reads would, so that other requests are not refused for max_queued_jobs
+    (the batch used to be queued again at every look, 100 jobs a second)."""
+    gate = threading.Event()
+    app = demo_app(gate)
+    app.limits = app.limits.replace(max_workers=1, max_queued_jobs=20)
+    asgi = ASGIApp(app)
+    first, other = await Client(asgi).start(), await Client(asgi).start()
+    try:
+        slow = asyncio.ensure_future(first.read(1, "slow://a"))
+        fast = asyncio.ensure_future(first.read(2, "text://a"))  # the same batch: behind the slow read
+        await asyncio.sleep(0.5)  # 50 looks at the batch
+        later = asyncio.ensure_future(other.read(3, "text://a"))
+        await asyncio.sleep(0.05)
+        gate.set()
+        for rid, task in ((1, slow), (2, fast), (3, later)):
+            answer = (await asyncio.wait_for(task, 5)).json()
+            assert answer["id"] == rid and "result" in answer, answer
+    finally:
+        gate.set()
+        await first.http.aclose()
+        await other.http.aclose()
+        asgi.close()

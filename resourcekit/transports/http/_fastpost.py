@@ -153,9 +153,12 @@ class Reads:
         for batch in self.out:
             # reads left that someone waits for (once the server closed, every one was cancelled)
             if any(not req.cancelled for req in list(batch.items)):
-                if batch.taken == batch.seen:  # none taken meanwhile: stuck behind a slow read, or queued
+                # none taken meanwhile: stuck behind a slow read (queued again, so that another worker
+                # goes on), or queued (a job of it still waits for a worker: another would wait behind it)
+                if batch.taken == batch.seen and len(batch.runs) == batch.jobs:
                     with contextlib.suppress(LimitExceeded):  # too many jobs waiting: look again later
                         batch.runner.submit(batch.run, _failed)
+                        batch.jobs += 1
                 batch.seen = batch.taken
                 out.append(batch)
         self.out = out
@@ -169,7 +172,7 @@ class _Batch:
     """Reads for the workers, as one job that may run in several workers at once; their
     outcomes go back to the loop together (``flush``), as they come."""
 
-    __slots__ = ("flushing", "items", "results", "runner", "seen", "taken")
+    __slots__ = ("flushing", "items", "jobs", "results", "runner", "runs", "seen", "taken")
 
     def __init__(self, runner: ThreadRunner) -> None:
         self.runner = runner
@@ -178,11 +181,14 @@ class _Batch:
         self.flushing = False  # a flush is on its way to the loop
         self.taken = 0  # by any worker: a hint of progress
         self.seen = -1  # ``taken`` when the loop last looked
+        self.jobs = 1  # of this batch submitted (by the loop), and started by a worker (one item each:
+        self.runs: list[None] = []  # appends are atomic): one is queued while fewer started
 
     def run(self) -> Any:
         """In a worker: each read in turn, its outcome handed to the loop as it ends (one wake-up
         for the outcomes that come while the loop is busy)."""
         items, results = self.items, self.results
+        self.runs.append(None)
         while True:
             try:
                 req = items.popleft()
