@@ -393,3 +393,28 @@ async def test_a_batch_stuck_behind_busy_workers_is_queued_once_not_every_look()
         await first.http.aclose()
         await other.http.aclose()
         asgi.close()
+
+
+async def test_a_verdict_judged_before_the_allowed_origins_changed_is_not_kept() -> None:
+    """A POST judged under the old allowed origins whose auth hook answers after they changed:
+    its verdict is not kept for the next POSTs (they are judged under the new ones)."""
+    page = "https://app.example.com"
+    hold = asyncio.Event()
+
+    async def auth(headers: dict[str, str]) -> None:
+        if headers.get("x-hold"):
+            await hold.wait()
+
+    asgi = ASGIApp(demo_app(), allowed_origins=[page], auth=auth)
+    c = await Client(asgi).start()
+    try:
+        held = asyncio.ensure_future(c.read(1, "text://a", origin=page, **{"x-hold": "1"}))
+        await asyncio.sleep(0.05)  # judged (allowed), waiting for the hook
+        asgi.allowed_origins = frozenset()  # the page is no longer allowed
+        hold.set()
+        assert (await asyncio.wait_for(held, 5)).status_code == 200  # it came before the change
+        refused = await c.read(2, "text://a", origin=page)
+        assert refused.status_code == 403 and "access-control-allow-origin" not in refused.headers
+    finally:
+        await c.http.aclose()
+        asgi.close()

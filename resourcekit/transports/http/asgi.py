@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("resourcekit")
 
 HEALTH = ("/healthz", "/readyz")
+_UNJUDGED: Any = object()  # (no verdict in ``admitted``)
 
 
 class ASGIApp:
@@ -281,11 +282,14 @@ class ASGIApp:
         return origin
 
     def keep(self, key: tuple[Any, ...], origin: str | None, accepted: tuple[bool, bool]) -> None:
-        """What a POST's headers were found to allow (``post`` looks in ``posted`` first)."""
+        """What a POST's headers were found to allow (``post`` looks in ``posted`` first), unless
+        its Host/Origin verdict is no longer ``admitted``'s (the allowed hosts or origins changed
+        while the auth hook was awaited: the next POST is judged again)."""
         if len(self.posted) >= 256:  # distinct values are few unless someone makes them up
             self.posted.clear()
         with contextlib.suppress(TypeError):
-            self.posted[key] = (origin, accepted)
+            if self.admitted.get(key[:3], _UNJUDGED) == origin:
+                self.posted[key] = (origin, accepted)
 
     def check_open(self) -> None:
         """503 while the server shuts down."""
