@@ -418,3 +418,23 @@ async def test_a_verdict_judged_before_the_allowed_origins_changed_is_not_kept()
     finally:
         await c.http.aclose()
         asgi.close()
+
+
+async def test_an_allowed_page_can_read_every_refusal(client: Any) -> None:
+    """CORS headers on every response to an allowed origin, refusals included (a page whose session
+    expired must see the 404 to initialize again; without the headers it saw a network error)."""
+    page = "https://app.example.com"
+    c = await client(demo_app())
+    c.asgi.allowed_origins = frozenset({page})
+    sid = c.sid
+    c.sid = "no-such-session"
+    refusals = [await c.read(1, "text://a", origin=page),  # 404, on the short path's lookup
+                await c.post({"jsonrpc": "2.0", "id": 2, "method": "resources/list"}, origin=page),  # 404
+                await c.read(3, "text://a", origin=page, **{"content-type": "text/plain"}),  # 415
+                await c.http.delete("/mcp", headers={"mcp-session-id": "no-such-session", "origin": page}),  # 404
+                await c.http.get("/mcp", headers={"mcp-session-id": sid, "origin": page, "accept": "text/html"})]
+    assert [r.status_code for r in refusals] == [404, 404, 415, 404, 406]
+    assert all(r.headers.get("access-control-allow-origin") == page for r in refusals)
+    c.sid = sid
+    foreign = await c.read(4, "text://a", origin="https://evil.example.com")
+    assert foreign.status_code == 403 and "access-control-allow-origin" not in foreign.headers

@@ -250,17 +250,20 @@ class ASGIApp:
             return
         headers = RequestHeaders(scope.get("headers", ()))
         send = self.admit(scope, headers, send)
-        if method == "OPTIONS":  # CORS preflight: no credentials are sent, so no auth either
-            await respond(send, 204, b"", preflight_headers(headers) if headers.get(b"origin") else ALLOW)
-            return
-        self.check_open()
-        principal = None if self.authorize is None else await self.authorize(headers, scope)
-        if method == "GET":
-            await self._get(headers, receive, send, principal)
-        elif method == "DELETE":
-            await self._delete(headers, send, principal)
-        else:
-            raise HTTPError(405, f"Method {method} not allowed", ALLOW)
+        try:  # a refusal goes out with CORS headers too, once the origin is allowed
+            if method == "OPTIONS":  # CORS preflight: no credentials are sent, so no auth either
+                await respond(send, 204, b"", preflight_headers(headers) if headers.get(b"origin") else ALLOW)
+                return
+            self.check_open()
+            principal = None if self.authorize is None else await self.authorize(headers, scope)
+            if method == "GET":
+                await self._get(headers, receive, send, principal)
+            elif method == "DELETE":
+                await self._delete(headers, send, principal)
+            else:
+                raise HTTPError(405, f"Method {method} not allowed", ALLOW)
+        except Exception as exc:
+            await refuse(scope, send, exc)
 
     def admit(self, scope: Scope, headers: RequestHeaders, send: Send) -> Send:
         """The Host and Origin checks (421, 403); ``send`` with CORS headers for an allowed origin."""
