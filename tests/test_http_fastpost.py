@@ -18,7 +18,9 @@ import pytest
 import uvicorn
 
 from resourcekit import App, Context
+from resourcekit.errors import InvalidParams, MCPError
 from resourcekit.protocol import Server
+from resourcekit.request import Request
 from resourcekit.transports.http import ASGIApp
 from resourcekit.transports.http._fastpost import HttpRead
 from tests.helpers import APPS
@@ -324,3 +326,115 @@ async def test_a_result_json_cannot_carry_is_answered_with_its_id(client: Any) -
     data = [line[6:] for line in streamed.text.splitlines() if line.startswith("data: ") and line != "data: "]
     assert streamed.status_code == 200 and [orjson.loads(d)["error"]["code"] for d in data] == [-32603]
     assert orjson.loads(data[0])["id"] == 3
+
+
+async def test_an_error_or_result_json_cannot_carry_is_answered_as_the_general_path_answers_it(client: Any) -> None:
+    """A lone surrogate in a result (short or long text), or in the message or data of an error a
+    handler raised: the short path's response is the general path's, byte for byte (its -32603
+    with the read's id, 200, CORS headers), never a 500 without id."""
+    app = App("t", telemetry=False)
+    app.resource("sur://short")(lambda: "a\ud800b")
+    app.resource("sur://long")(lambda: "a\udcff" * 300)
+
+    @app.resource("sur://message")
+    def message() -> str:
+        raise InvalidParams("Invalid params: no file named \udcff")  # a name os.listdir could give
+
+    @app.resource("sur://data")
+    def data() -> str:
+        raise MCPError("Internal error", {"file": "\udcff"})
+
+    asgi = ASGIApp(app, allowed_origins=["https://app.example.com"])
+    fast, general = await Client(asgi).start(), await Client(asgi).start()
+    general.conn().new_request = _GeneralRequest  # not the plain Request: the general path
+    try:
+        for rid, uri in enumerate(("sur://short", "sur://long", "sur://message", "sur://data"), 1):
+            got = [await c.read(rid, uri, origin="https://app.example.com") for c in (fast, general)]
+            assert [(r.status_code, r.headers.items(), r.content) for r in got] == \
+                [(got[1].status_code, got[1].headers.items(), got[1].content)] * 2
+            assert got[0].status_code == 200 and got[0].json()["id"] == rid
+            assert got[0].json()["error"] == {"code": -32603,
+                                              "message": "Internal error: the result could not be encoded as JSON"}
+            assert got[0].headers["access-control-allow-origin"] == "https://app.example.com"
+        assert not fast.conn().inflight
+    finally:
+        await fast.http.aclose()
+        await general.http.aclose()
+        asgi.close()
+
+
+class _GeneralRequest(Request):
+    """A plain request by another class: a session whose reads go the general way."""
+
+    __slots__ = ()
+
+
+async def test_a_batch_stuck_behind_busy_workers_is_queued_once_not_every_look() -> None:
+    """Every worker held by a blocking read: the batch's reads left wait in one job of the queue,
+    as the general path's reads would, so that other requests are not refused for max_queued_jobs
+    (the batch used to be queued again at every look, 100 jobs a second)."""
+    gate = threading.Event()
+    app = demo_app(gate)
+    app.limits = app.limits.replace(max_workers=1, max_queued_jobs=20)
+    asgi = ASGIApp(app)
+    first, other = await Client(asgi).start(), await Client(asgi).start()
+    try:
+        slow = asyncio.ensure_future(first.read(1, "slow://a"))
+        fast = asyncio.ensure_future(first.read(2, "text://a"))  # the same batch: behind the slow read
+        await asyncio.sleep(0.5)  # 50 looks at the batch
+        later = asyncio.ensure_future(other.read(3, "text://a"))
+        await asyncio.sleep(0.05)
+        gate.set()
+        for rid, task in ((1, slow), (2, fast), (3, later)):
+            answer = (await asyncio.wait_for(task, 5)).json()
+            assert answer["id"] == rid and "result" in answer, answer
+    finally:
+        gate.set()
+        await first.http.aclose()
+        await other.http.aclose()
+        asgi.close()
+
+
+async def test_a_verdict_judged_before_the_allowed_origins_changed_is_not_kept() -> None:
+    """A POST judged under the old allowed origins whose auth hook answers after they changed:
+    its verdict is not kept for the next POSTs (they are judged under the new ones)."""
+    page = "https://app.example.com"
+    hold = asyncio.Event()
+
+    async def auth(headers: dict[str, str]) -> None:
+        if headers.get("x-hold"):
+            await hold.wait()
+
+    asgi = ASGIApp(demo_app(), allowed_origins=[page], auth=auth)
+    c = await Client(asgi).start()
+    try:
+        held = asyncio.ensure_future(c.read(1, "text://a", origin=page, **{"x-hold": "1"}))
+        await asyncio.sleep(0.05)  # judged (allowed), waiting for the hook
+        asgi.allowed_origins = frozenset()  # the page is no longer allowed
+        hold.set()
+        assert (await asyncio.wait_for(held, 5)).status_code == 200  # it came before the change
+        refused = await c.read(2, "text://a", origin=page)
+        assert refused.status_code == 403 and "access-control-allow-origin" not in refused.headers
+    finally:
+        await c.http.aclose()
+        asgi.close()
+
+
+async def test_an_allowed_page_can_read_every_refusal(client: Any) -> None:
+    """CORS headers on every response to an allowed origin, refusals included (a page whose session
+    expired must see the 404 to initialize again; without the headers it saw a network error)."""
+    page = "https://app.example.com"
+    c = await client(demo_app())
+    c.asgi.allowed_origins = frozenset({page})
+    sid = c.sid
+    c.sid = "no-such-session"
+    refusals = [await c.read(1, "text://a", origin=page),  # 404, on the short path's lookup
+                await c.post({"jsonrpc": "2.0", "id": 2, "method": "resources/list"}, origin=page),  # 404
+                await c.read(3, "text://a", origin=page, **{"content-type": "text/plain"}),  # 415
+                await c.http.delete("/mcp", headers={"mcp-session-id": "no-such-session", "origin": page}),  # 404
+                await c.http.get("/mcp", headers={"mcp-session-id": sid, "origin": page, "accept": "text/html"})]
+    assert [r.status_code for r in refusals] == [404, 404, 415, 404, 406]
+    assert all(r.headers.get("access-control-allow-origin") == page for r in refusals)
+    c.sid = sid
+    foreign = await c.read(4, "text://a", origin="https://evil.example.com")
+    assert foreign.status_code == 403 and "access-control-allow-origin" not in foreign.headers

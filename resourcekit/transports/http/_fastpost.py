@@ -25,8 +25,6 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from orjson import dumps
-
 from ... import telemetry
 from ..._runner import QUIET, STALL
 from ..._shortread import ShortRead
@@ -35,7 +33,7 @@ from ...errors import LimitExceeded, ResourceNotFound
 from ...methods.reading import TAIL_TEXT, read_result, text_reply
 from ...request import Request
 from ._exchange import unanswered
-from ._headers import JSON_TYPE, LENGTHS, Send, content_length, status_of
+from ._headers import JSON_TYPE, LENGTHS, Send, content_length, encode, status_of
 from ._sse import CANCELLED, ENDED
 
 if TYPE_CHECKING:
@@ -83,9 +81,12 @@ class HttpRead(ShortRead):
             self.conn.app.router.forget(uri)  # no cache slot for what is not there
             raise
         if type(value) is str and len(value) <= TAIL_TEXT:  # the most common read: its reply's tail encoded before
-            body = text_reply(self.conn, self.id, uri, handler.mime_type or TEXT_MIME, value)[:-1]  # no newline
-        else:
-            body = dumps({"jsonrpc": "2.0", "id": self.id, "result": read_result(self, handler, uri, value)})
+            try:
+                body = text_reply(self.conn, self.id, uri, handler.mime_type or TEXT_MIME, value)[:-1]  # no newline
+            except TypeError:  # a text JSON cannot carry (a lone surrogate): as below, its -32603
+                body = encode({"jsonrpc": "2.0", "id": self.id, "result": read_result(self, handler, uri, value)})
+        else:  # (``encode``: a result JSON cannot carry is answered as the general path answers it)
+            body = encode({"jsonrpc": "2.0", "id": self.id, "result": read_result(self, handler, uri, value)})
         # the two ASGI messages of the response, made here: the loop only sends them
         size = len(body)
         return ({"type": "http.response.start", "status": 200,
@@ -152,9 +153,12 @@ class Reads:
         for batch in self.out:
             # reads left that someone waits for (once the server closed, every one was cancelled)
             if any(not req.cancelled for req in list(batch.items)):
-                if batch.taken == batch.seen:  # none taken meanwhile: stuck behind a slow read, or queued
+                # none taken meanwhile: stuck behind a slow read (queued again, so that another worker
+                # goes on), or queued (a job of it still waits for a worker: another would wait behind it)
+                if batch.taken == batch.seen and len(batch.runs) == batch.jobs:
                     with contextlib.suppress(LimitExceeded):  # too many jobs waiting: look again later
                         batch.runner.submit(batch.run, _failed)
+                        batch.jobs += 1
                 batch.seen = batch.taken
                 out.append(batch)
         self.out = out
@@ -168,7 +172,7 @@ class _Batch:
     """Reads for the workers, as one job that may run in several workers at once; their
     outcomes go back to the loop together (``flush``), as they come."""
 
-    __slots__ = ("flushing", "items", "results", "runner", "seen", "taken")
+    __slots__ = ("flushing", "items", "jobs", "results", "runner", "runs", "seen", "taken")
 
     def __init__(self, runner: ThreadRunner) -> None:
         self.runner = runner
@@ -177,11 +181,14 @@ class _Batch:
         self.flushing = False  # a flush is on its way to the loop
         self.taken = 0  # by any worker: a hint of progress
         self.seen = -1  # ``taken`` when the loop last looked
+        self.jobs = 1  # of this batch submitted (by the loop), and started by a worker (one item each:
+        self.runs: list[None] = []  # appends are atomic): one is queued while fewer started
 
     def run(self) -> Any:
         """In a worker: each read in turn, its outcome handed to the loop as it ends (one wake-up
         for the outcomes that come while the loop is busy)."""
         items, results = self.items, self.results
+        self.runs.append(None)
         while True:
             try:
                 req = items.popleft()
@@ -269,7 +276,7 @@ async def answered(req: HttpRead, answer: Any, send: Send, sse_ok: bool) -> None
     if answer is ENDED or answer is CANCELLED:
         await unanswered(send, answer, sse_ok)
         return
-    body = dumps(answer)
+    body = encode(answer)  # an error JSON cannot carry (a handler's message): its -32603, as in ``exchange``
     await send({"type": "http.response.start", "status": status_of(answer, req.conn),
                 "headers": [JSON_TYPE, (b"content-length", b"%d" % len(body))]})
     await send({"type": "http.response.body", "body": body})

@@ -59,6 +59,7 @@ async def post(endpoint: ASGIApp, scope: Scope, receive: Receive, send: Send, mo
                         or scope.get("root_path")):
         await endpoint.route(scope, receive, send)
         return
+    cors = send  # a refusal goes out with CORS headers too, once the origin is allowed
     try:
         # a plain dict unless an auth hook wants ``RequestHeaders`` (its type costs every request more)
         authorize = endpoint.authorize
@@ -72,7 +73,7 @@ async def post(endpoint: ASGIApp, scope: Scope, receive: Receive, send: Send, mo
             origin, accepted = endpoint.posted[key]
         except (KeyError, TypeError):  # not seen yet (or an address given as a list): admit, 421 or 403
             origin, accepted = endpoint.judge(scope, RequestHeaders(headers), key[:3]), None
-        out = send if origin is None else with_cors(send, origin)  # CORS headers for an allowed origin
+        out = cors = send if origin is None else with_cors(send, origin)  # CORS headers for an allowed origin
         if endpoint.closed:
             endpoint.check_open()  # 503
         principal = None if authorize is None else await authorize(cast(RequestHeaders, headers), scope)
@@ -152,7 +153,7 @@ async def post(endpoint: ASGIApp, scope: Scope, receive: Receive, send: Send, mo
         await exchange(session.conn, message, receive, out, accepted, endpoint.streams, session=session,
                        principal=principal)
     except Exception as exc:
-        await refuse(scope, send, exc)
+        await refuse(scope, cors, exc)
 
 
 async def refuse(scope: Scope, send: Send, exc: Exception) -> None:

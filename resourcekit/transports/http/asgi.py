@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("resourcekit")
 
 HEALTH = ("/healthz", "/readyz")
+_UNJUDGED: Any = object()  # (no verdict in ``admitted``)
 
 
 class ASGIApp:
@@ -249,17 +250,20 @@ class ASGIApp:
             return
         headers = RequestHeaders(scope.get("headers", ()))
         send = self.admit(scope, headers, send)
-        if method == "OPTIONS":  # CORS preflight: no credentials are sent, so no auth either
-            await respond(send, 204, b"", preflight_headers(headers) if headers.get(b"origin") else ALLOW)
-            return
-        self.check_open()
-        principal = None if self.authorize is None else await self.authorize(headers, scope)
-        if method == "GET":
-            await self._get(headers, receive, send, principal)
-        elif method == "DELETE":
-            await self._delete(headers, send, principal)
-        else:
-            raise HTTPError(405, f"Method {method} not allowed", ALLOW)
+        try:  # a refusal goes out with CORS headers too, once the origin is allowed
+            if method == "OPTIONS":  # CORS preflight: no credentials are sent, so no auth either
+                await respond(send, 204, b"", preflight_headers(headers) if headers.get(b"origin") else ALLOW)
+                return
+            self.check_open()
+            principal = None if self.authorize is None else await self.authorize(headers, scope)
+            if method == "GET":
+                await self._get(headers, receive, send, principal)
+            elif method == "DELETE":
+                await self._delete(headers, send, principal)
+            else:
+                raise HTTPError(405, f"Method {method} not allowed", ALLOW)
+        except Exception as exc:
+            await refuse(scope, send, exc)
 
     def admit(self, scope: Scope, headers: RequestHeaders, send: Send) -> Send:
         """The Host and Origin checks (421, 403); ``send`` with CORS headers for an allowed origin."""
@@ -281,11 +285,14 @@ class ASGIApp:
         return origin
 
     def keep(self, key: tuple[Any, ...], origin: str | None, accepted: tuple[bool, bool]) -> None:
-        """What a POST's headers were found to allow (``post`` looks in ``posted`` first)."""
+        """What a POST's headers were found to allow (``post`` looks in ``posted`` first), unless
+        its Host/Origin verdict is no longer ``admitted``'s (the allowed hosts or origins changed
+        while the auth hook was awaited: the next POST is judged again)."""
         if len(self.posted) >= 256:  # distinct values are few unless someone makes them up
             self.posted.clear()
         with contextlib.suppress(TypeError):
-            self.posted[key] = (origin, accepted)
+            if self.admitted.get(key[:3], _UNJUDGED) == origin:
+                self.posted[key] = (origin, accepted)
 
     def check_open(self) -> None:
         """503 while the server shuts down."""
