@@ -47,7 +47,7 @@ class ReadBatch:
     another worker (started if none is idle) goes on with it.
     """
 
-    __slots__ = ("answered", "conn", "items", "lock", "replies", "send_bytes", "size")
+    __slots__ = ("answered", "conn", "items", "jobs", "lock", "replies", "runs", "send_bytes", "size")
 
     def __init__(self, conn: Connection, send_bytes: SendBytes) -> None:
         self.conn = conn
@@ -58,6 +58,8 @@ class ReadBatch:
         self.lock = threading.Lock()  # answering: in the worker, or in the loop's check
         self.size = 0
         self.answered = 0
+        self.jobs = 0  # of this batch submitted (by the loop), and started by a worker (one item each:
+        self.runs: list[None] = []  # appends are atomic): one still waits in the queue while fewer started
 
     def submit(self) -> None:
         """On the loop, once the block of input was read: hand the batch to the workers."""
@@ -77,6 +79,7 @@ class ReadBatch:
                 req.finish(False, exc)
             self.items.clear()
             return
+        self.jobs = 1
         if self.size > 1:
             watch = conn.fast_watch
             if watch is None:
@@ -86,6 +89,7 @@ class ReadBatch:
     def run(self) -> Any:
         """In a worker (maybe in several at once): make the replies, then write them."""
         items, replies, conn = self.items, self.replies, self.conn
+        self.runs.append(None)
         # read_reply of a short text, its most frequent case, at once (text_reply, inlined)
         tails, seen, seen_max, tracker, exact = TAILS, conn.seen, conn.seen_max, conn.app.tracker, conn.app.router.exact
         observe, versions, instance_versions = tracker.observe, tracker.versions, tracker.instance_versions
@@ -164,9 +168,13 @@ class ReadBatch:
         self.answer()
         if self.answered >= self.size or self.conn.closed:
             return False
-        if self.items and len(self.items) == left:  # none taken meanwhile: stuck behind a slow read, or queued
+        # none taken meanwhile: stuck behind a slow read (queued again, so that another worker goes
+        # on), unless a job of it still waits for a worker (another would only wait behind it, and
+        # a queue filled by looks would refuse other requests for max_queued_jobs)
+        if self.items and len(self.items) == left and len(self.runs) == self.jobs:
             with contextlib.suppress(LimitExceeded):  # too many jobs waiting: look again later
                 self.conn.server.runner.submit(self.run, failed)
+                self.jobs += 1
         return True
 
 

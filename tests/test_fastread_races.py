@@ -112,3 +112,29 @@ async def test_a_subscribe_while_a_worker_starts_the_seen_table_over_is_confirme
         assert got[2].get("result") == {}, got[2]
     finally:
         server.close()
+
+
+async def test_a_batch_stuck_behind_busy_workers_is_queued_once_not_at_every_tick() -> None:
+    # every worker held by a blocking read: the reads left of its batch wait in one queued job, as
+    # the general path's reads would, so that later requests are not refused for max_queued_jobs
+    # (the batch used to be queued again at every tick, 100 jobs a second)
+    app = App("t", telemetry=False, max_workers=1)
+    app.limits = app.limits.replace(max_queued_jobs=20)
+    release = threading.Event()
+    app.resource("slow://x")(lambda: "done" if release.wait(5) else "late")
+    app.resource("fast://x")(lambda: "fast")
+    server, conn, out = block_session(app)
+    try:
+        conn.feed_lines([read(1, "slow://x"), read(2, "fast://x")])  # one batch: 2 behind 1
+        conn.end_of_input()
+        await asyncio.sleep(0.5)  # about 50 ticks
+        conn.feed_lines([read(3, "fast://x")])  # a batch of its own, queued behind the first
+        conn.end_of_input()
+        await asyncio.sleep(0.05)
+        release.set()
+        got = await answered(out, {1, 2, 3})
+        for rid in (1, 2, 3):
+            assert "result" in got[rid], got[rid]
+    finally:
+        release.set()
+        server.close()
