@@ -147,6 +147,12 @@ async def test_host_and_origin_verdicts_are_remembered_but_follow_the_settings(s
     server.asgi.allowed_origins = frozenset({"https://app.example.com"})
     granted = await server.request(Host="other.example.com", Origin="https://app.example.com")
     assert granted.status_code == 200 and granted.headers["access-control-allow-origin"] == "https://app.example.com"
+    # set later, as given to the constructor: normalized alike (case, a trailing slash, a Host's port)
+    server.asgi.allowed_origins = ["HTTPS://App.Example.com/"]
+    server.asgi.allowed_hosts = ["Other.Example.com:8443"]
+    assert server.asgi.allowed_origins == {"https://app.example.com"} and server.asgi.allowed_hosts == {
+        "other.example.com"}
+    assert (await server.request(Host="other.example.com", Origin="https://app.example.com")).status_code == 200
     # an ASGI server may give its address as a list: checked, just not remembered
     listed = Served(server.asgi, "127.0.0.1")
     sent: list[dict[str, Any]] = []

@@ -96,8 +96,8 @@ class ASGIApp:
         self.admitted: dict[tuple[bytes | None, bytes | None, Any], str | None] = {}
         # and of POSTs, with their Content-Type and Accept: (CORS origin, ``post_accepts``) (``_post``)
         self.posted: dict[tuple[Any, ...], tuple[str | None, tuple[bool, bool]]] = {}
-        self.allowed_origins = frozenset(o.rstrip("/").lower() for o in allowed_origins)
-        self.allowed_hosts = None if allowed_hosts is None else frozenset(bare_host(h) for h in allowed_hosts)
+        self.allowed_origins = allowed_origins  # (the setters normalize them)
+        self.allowed_hosts = allowed_hosts
         self.auth, self.authorize = auth, gate(auth, app)
         self.limits = limits = app.limits.replace(session_idle_timeout=session_idle_timeout,
                                                   max_sessions=max_sessions)
@@ -129,8 +129,8 @@ class ASGIApp:
         return self._allowed_hosts
 
     @allowed_hosts.setter
-    def allowed_hosts(self, hosts: frozenset[str] | None) -> None:
-        self._allowed_hosts = hosts
+    def allowed_hosts(self, hosts: Iterable[str] | None) -> None:
+        self._allowed_hosts = None if hosts is None else frozenset(bare_host(h) for h in hosts)
         self.admitted.clear()
         self.posted.clear()
 
@@ -139,8 +139,8 @@ class ASGIApp:
         return self._allowed_origins
 
     @allowed_origins.setter
-    def allowed_origins(self, origins: frozenset[str]) -> None:
-        self._allowed_origins = origins
+    def allowed_origins(self, origins: Iterable[str]) -> None:
+        self._allowed_origins = frozenset(o.rstrip("/").lower() for o in origins)
         self.admitted.clear()
         self.posted.clear()
 
