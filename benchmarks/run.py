@@ -1651,7 +1651,7 @@ def main(argv: list[str] | None = None) -> int:
             "w5_seconds": cfg.w5_seconds,
             "w5_clients": cfg.w5_clients,
             "w5_procs": cfg.w5_procs,
-            "w5_server_argv": {n: http_server_argv(n, 0) for n in servers},
+            "w5_server_argv": {n: http_server_argv(n, 0) for n in servers if n not in START_ONLY},
             "list_sizes": list(cfg.list_sizes),
             "server_argv": {n: server_argv(n) for n in servers if n not in HTTP_ONLY},
         },
