@@ -12,13 +12,10 @@ Run: python benchmarks/servers/raw_asyncio.py   (BENCH_WORKLOAD selects the reso
 import asyncio
 import os
 
-import orjson
-from _raw_reply import reply
-from raw_loop import write_batch
+from raw_loop import answer
 
 
 async def main():
-    dumps, loads, newline = orjson.dumps, orjson.loads, orjson.OPT_APPEND_NEWLINE
     loop = asyncio.get_running_loop()
     closed = loop.create_future()
     rest = b""
@@ -26,20 +23,11 @@ async def main():
     def readable():
         nonlocal rest
         block = os.read(0, 65536)
-        if not block:
+        if block:
+            rest = answer(rest, block)
+        else:
             loop.remove_reader(0)
             closed.set_result(None)
-            return
-        lines = (rest + block).split(b"\n") if rest else block.split(b"\n")
-        rest = lines.pop()
-        out = []
-        for line in lines:
-            if line:
-                msg = loads(line)
-                if "id" in msg and "method" in msg:
-                    out.append(dumps(reply(msg), option=newline))
-        if out:
-            write_batch(out)
 
     loop.add_reader(0, readable)
     await closed

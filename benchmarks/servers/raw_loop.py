@@ -32,20 +32,25 @@ def write_batch(out):
             write_all(b"".join(out)[done:])
 
 
+def answer(rest, block, dumps=orjson.dumps, loads=orjson.loads, newline=orjson.OPT_APPEND_NEWLINE):
+    """Answer the complete lines of ``rest + block`` with one write; what is left of a line."""
+    lines = (rest + block).split(b"\n") if rest else block.split(b"\n")
+    rest = lines.pop()
+    out = []
+    for line in lines:
+        if line:
+            msg = loads(line)
+            if "id" in msg and "method" in msg:
+                out.append(dumps(reply(msg), option=newline))
+    if out:
+        write_batch(out)
+    return rest
+
+
 def main():
-    dumps, loads, newline = orjson.dumps, orjson.loads, orjson.OPT_APPEND_NEWLINE
     rest = b""
     while block := os.read(0, 65536):
-        lines = (rest + block).split(b"\n") if rest else block.split(b"\n")
-        rest = lines.pop()
-        out = []
-        for line in lines:
-            if line:
-                msg = loads(line)
-                if "id" in msg and "method" in msg:
-                    out.append(dumps(reply(msg), option=newline))
-        if out:
-            write_batch(out)
+        rest = answer(rest, block)
 
 
 if __name__ == "__main__":
