@@ -148,8 +148,11 @@ class ReadBatch:
                 if type(value) is bytes:
                     if inflight.get(req.id) is req:  # before the reply: the client may reuse the id then
                         # (not another request's: cancelled meanwhile, its id reused); pop, for the loop
-                        # may cancel it right after the look (a KeyError lost the batch's other replies)
-                        inflight.pop(req.id, None)
+                        # may cancel it right after the look (a KeyError lost the batch's other replies),
+                        # and what the pop took is put back if the id was reused in between too
+                        taken = inflight.pop(req.id, None)
+                        if taken is not req and taken is not None:
+                            inflight.setdefault(req.id, taken)
                     lines.append(value)
                     if req.started:
                         timed.append(req)

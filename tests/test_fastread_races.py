@@ -87,6 +87,38 @@ async def test_a_read_cancelled_while_its_worker_frees_its_id_does_not_lose_the_
         server.close()
 
 
+async def test_a_read_cancelled_and_its_id_reused_while_its_worker_frees_it_keeps_the_new_ones_entry() -> None:
+    # the loop cancels the read and a new request takes its id between the worker's look and its
+    # pop: the new request stays in flight (counted, its id not free for a third)
+    app = App("t", telemetry=False)
+    app.resource("text://a")(lambda: "hello")
+    server, conn, out = block_session(app)
+    newcomer = object()  # the new request with id 2, as the loop would register it
+
+    class ReusedMeanwhile(dict[Any, Any]):
+        def get(self, key: Any, default: Any = None) -> Any:
+            found = super().get(key, default)
+            if key == 2 and found is not None and found is not newcomer \
+                    and threading.current_thread() is not threading.main_thread():
+                conn.cancel(2)
+                self[2] = newcomer
+            return found
+
+    conn.inflight = ReusedMeanwhile()
+    try:
+        conn.feed_lines([read(1, "text://a"), read(2, "text://a"), read(3, "text://a")])
+        conn.end_of_input()
+        assert set(await answered(out, {1, 3})) == {1, 3}
+        for _ in range(100):
+            if len(conn.inflight) <= 1:
+                break
+            await asyncio.sleep(0.01)
+        assert dict(conn.inflight) == {2: newcomer}
+    finally:
+        conn.inflight.clear()
+        server.close()
+
+
 async def test_a_subscribe_while_a_worker_starts_the_seen_table_over_is_confirmed() -> None:
     # reads in workers start a session's table of versions read over when it is full: a
     # subscribe on the loop that looks a URI up in it must not find it, then miss it
