@@ -303,3 +303,16 @@ def test_a_result_json_cannot_carry_is_answered_with_an_error_on_either_path(tmp
                 assert got["result"]["contents"][0]["text"] == "hello"
             else:
                 assert got["error"]["code"] == -32603
+
+
+def test_a_line_over_max_message_size_is_refused_naming_the_limit_and_the_server_goes_on(tmp_path: Path) -> None:
+    # as every limit's error: data names the limit and its value
+    with StdioServer(tmp_path, STDIO_APP) as server:
+        limit = App("t").limits.max_message_size
+        server.send(b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "' + b"x" * limit + b'"}}',
+                    read(2, "text://a"))
+        refused, served = server.answer(), server.answer()
+        assert refused == {"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32600, "message": f"Invalid Request: message larger than {limit} bytes",
+            "data": {"limit": "max_message_size", "max": limit}}}
+        assert served["id"] == 2 and served["result"]["contents"][0]["text"] == "hello"

@@ -22,7 +22,7 @@ import orjson
 if sys.platform == "linux":
     import fcntl
 
-from ..errors import InvalidRequest
+from ..errors import LimitExceeded
 from ..protocol import Connection, Server, error_response
 
 if TYPE_CHECKING:
@@ -242,8 +242,9 @@ class _Reader(asyncio.Protocol):
             self._conn.feed(line)
 
     def _too_large(self) -> None:
-        self._conn.send(error_response(None, InvalidRequest(
-            f"Invalid Request: message larger than {self._limit} bytes")))
+        self._conn.send(error_response(None, LimitExceeded(
+            "max_message_size", self._limit, f"Invalid Request: message larger than {self._limit} bytes",
+            code=-32600)))
 
     def eof_received(self) -> bool:
         if self._pending.strip():
