@@ -74,6 +74,13 @@ class UnknownParameterError(DefinitionError):
 
     def __init__(self, template: str, parameter: str, function: str) -> None:
         self.template, self.parameter, self.function = template, parameter, function
+        if "{" not in template:  # a resource: nothing fills its parameters
+            super().__init__(
+                f"{function}() has parameter {parameter!r} but resource {template!r} has no variables: "
+                f"give {parameter!r} a default, or declare a template such as "
+                f"'{template.rstrip('/')}/{{{parameter}}}' with @app.template"
+            )
+            return
         super().__init__(
             f"{function}() has parameter {parameter!r} but template {template!r} "
             f"has no variable {{{parameter}}}"
@@ -106,12 +113,22 @@ class UnsupportedParameterType(DefinitionError):
 class DuplicateResourceError(DefinitionError):
     """The URI (or an equivalent template) is already registered."""
 
-    def __init__(self, uri: str, existing: str) -> None:
+    def __init__(self, uri: str, existing: str, owner: object = None) -> None:
         self.uri, self.existing = uri, existing
+        by = f" by {defined_at(owner)}" if owner is not None else ""
         if uri == existing:
-            super().__init__(f"{uri!r} is already registered")
+            super().__init__(f"{uri!r} is already registered{by}")
         else:
-            super().__init__(f"{uri!r} is equivalent to the registered template {existing!r}")
+            super().__init__(f"{uri!r} is equivalent to the template {existing!r} registered{by}")
+
+
+def defined_at(fn: object) -> str:
+    """``name()`` of a function, with the file and line where it was defined when known."""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return f"{name}()"
+    return f"{name}() at {code.co_filename}:{code.co_firstlineno}"
 
 
 def decorator_without_uri(kind: str, given: object) -> DefinitionError:
@@ -132,7 +149,11 @@ def bad_resource_uri(uri: object) -> DefinitionError:
         return DefinitionError(f"resource URI must be a non-empty string, not {uri!r}")
     if "{" in uri or "}" in uri:
         return DefinitionError(f"{uri!r} looks like a URI template: declare it with @app.template")
-    return DefinitionError(f"resource URI {uri!r} has no scheme (e.g. 'notes://{uri}')")
+    scheme, colon, rest = uri.partition(":")
+    if not colon:
+        return DefinitionError(f"resource URI {uri!r} has no scheme (e.g. 'notes://{uri}')")
+    return DefinitionError(f"resource URI {uri!r} must start with its scheme, a letter then letters, digits, "
+                           f"'+', '-' or '.' (e.g. 'notes://{rest.lstrip('/')}'), not {scheme!r}")
 
 
 # --- wire errors ---------------------------------------------------------------

@@ -72,11 +72,11 @@ class Router:
         template = handler.template
         if template is None:
             if self.claim(handler.uri, handler) is not handler:
-                raise DuplicateResourceError(handler.uri, handler.uri)
+                raise DuplicateResourceError(handler.uri, handler.uri, self.exact[handler.uri].fn)
             return
         existing = self._canonical.get(template.canonical)
         if existing is not None:
-            raise DuplicateResourceError(handler.uri, existing.uri)
+            raise DuplicateResourceError(handler.uri, existing.uri, existing.fn)
         self.templates[handler.uri] = handler
         self._canonical[template.canonical] = handler
         if any(v.explode for v in template.variables) or any(p.convertor.is_list for p in handler.sig.params.values()):

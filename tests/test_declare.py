@@ -217,13 +217,30 @@ def test_definition_errors_name_the_culprit():
     with pytest.raises(TemplateSyntaxError) as info:
         app.template("n://{a")(lambda a: a)
     assert info.value.template == "n://{a" and info.value.position >= 4
-    with pytest.raises(UnknownParameterError):
+    with pytest.raises(UnknownParameterError, match="resource 'static://x' has no variables: give 'needed' a "
+                       "default, or declare a template such as 'static://x/{needed}'"):
         @app.resource("static://x")
         def fn5(needed: str) -> str:
             return ""
-    app.resource("dup://x")(lambda: "")
-    with pytest.raises(DuplicateResourceError, match="dup://x"):
+
+    def first() -> str:
+        return ""
+
+    app.resource("dup://x")(first)
+    line = first.__code__.co_firstlineno
+    with pytest.raises(DuplicateResourceError, match=f"'dup://x' is already registered by .*first\\(\\) at "
+                                                     f".*test_declare.py:{line}"):
         app.resource("dup://x")(lambda: "")
+    app.template("dup://{a}/y")(lambda a: a)
+    with pytest.raises(DuplicateResourceError, match="equivalent to the template 'dup://{a}/y' registered by "):
+        app.template("dup://{b}/y")(lambda b: b)
+    for uri, why in [("://x", "must start with its scheme"), ("1abc://x", "not '1abc'"), (" n://x", "not ' n'"),
+                     ("_n://x", "not '_n'"), ("no-colon", "has no scheme"), ("", "non-empty")]:
+        with pytest.raises(DefinitionError, match=why):
+            app.resource(uri)(lambda: "")
+    assert "z://x" not in app.router.exact
+    app.resource("z://x")(lambda: "")
+    app.resource("Z+b-c.d:x")(lambda: "")
     with pytest.raises(DefinitionError, match="@app.template"):
         app.resource("n://{a}")(lambda a: a)
     with pytest.raises(DefinitionError, match="audience"):
