@@ -318,10 +318,14 @@ async def _list(app: App, as_json: bool) -> None:
              for t in templates]
     width = max((len(r[0]) for r in rows), default=0)
     mime_width = max((len(r[1]) for r in rows), default=0)
-    print(f"{app.name}: {len(resources)} resources, {len(templates)} templates")
+    print(f"{app.name}: {_count(len(resources), 'resource')}, {_count(len(templates), 'template')}")
     for uri, mime, about in rows:
         first_line = about.strip().splitlines()[0] if about.strip() else ""
         print(f"  {uri:<{width}}  {mime:<{mime_width}}  {first_line}".rstrip())
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 async def _read(app: App, uri: str, as_json: bool) -> None:

@@ -115,3 +115,13 @@ def test_http_without_uvicorn_says_what_to_install(tmp_path):
     )
     assert result.returncode == 1
     assert "pip install 'resourcekit[http]'" in result.stderr
+
+
+def test_list_counts_one_resource_and_one_template_in_the_singular(tmp_path):
+    path = write(tmp_path, "one.py", """
+        from resourcekit import App
+        app = App("one")
+        app.resource("a://b")(lambda: "x")
+        app.template("a://{x}/y")(lambda x: x)
+    """)
+    assert run("list", str(path)).stdout.startswith("one: 1 resource, 1 template\n")
