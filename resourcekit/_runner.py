@@ -43,7 +43,8 @@ class ThreadRunner:
         self._max_workers = max_workers
         self._max_queued = max_queued
         # jobs submitted (by the loop thread only) and taken (by workers, numbered by an atomic
-        # counter): their difference is the queue's length, read without a lock
+        # counter): a hint that the queue moves (two workers may store their numbers out of order:
+        # the queue's length is the queue's own, ``qsize``)
         self._submitted = 0
         self._taken = 0
         self._takes = itertools.count(1)
@@ -59,7 +60,7 @@ class ThreadRunner:
     def submit(self, fn: Callable[[], Any], callback: Callback) -> None:
         """Run ``fn()`` in a worker; ``callback(ok, result_or_exception)`` runs on the loop
         (unless ``fn`` returned ``QUIET``)."""
-        queued = self._submitted - self._taken
+        queued = self._jobs.qsize()
         if queued >= self._max_queued:
             raise LimitExceeded("max_queued_jobs", self._max_queued, "Server busy: too many jobs waiting",
                                 code=-32603)
