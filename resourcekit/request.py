@@ -91,7 +91,11 @@ class Request:
             log.error("handler for %s failed", self.method, exc_info=exc)
         if type(self.reply) is Traced:
             self.reply.exception = exc
-        self.reply(error_response(self.id, exc, self.era))
+        try:
+            self.reply(error_response(self.id, exc, self.era))
+        except TypeError as error:  # a message or data JSON cannot carry (a lone surrogate): still answered
+            log.error("the error of %s could not be encoded", self.method, exc_info=error)
+            self.reply(error_response(self.id, unencodable()))
 
     def notify(self, message: dict[str, Any]) -> None:
         """A notification tied to this request (log messages), on its reply channel."""

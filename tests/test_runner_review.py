@@ -4,11 +4,17 @@ the code before its fix."""
 from __future__ import annotations
 
 import asyncio
+import queue
 import threading
+from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
 
 from resourcekit.errors import LimitExceeded
+from tests.test_fastread import read
+from tests.test_fastread_lines import StdioServer
 
 pytestmark = pytest.mark.anyio
 
@@ -54,3 +60,45 @@ async def test_a_worker_storing_its_take_late_does_not_leave_a_job_counted_as_wa
     finally:
         b_stored.set()
         runner.close()
+
+
+UNENCODABLE_ERRORS_APP = """
+from resourcekit import App, Context, MCPError
+from resourcekit.errors import InvalidParams
+app = App("fast")
+app.resource("text://a")(lambda: "hello")
+
+@app.resource("sur://message")
+def message() -> str:
+    raise InvalidParams("Invalid params: no file named \\udcff")  # a name os.listdir could give
+
+@app.resource("sur://data")
+def data() -> str:
+    raise MCPError("Internal error", {"file": "\\udcff"})
+
+@app.resource("sur://general")
+def general(ctx: Context) -> str:
+    raise InvalidParams("Invalid params: no file named \\udcff")
+"""
+
+
+def test_an_error_json_cannot_carry_is_answered_over_stdio_on_either_path(tmp_path: Path) -> None:
+    # a handler's error with a lone surrogate in its message or data: the reply could not be encoded,
+    # the read was never answered (a traceback on stderr); HTTP answers it -32603 with its id
+    with StdioServer(tmp_path, UNENCODABLE_ERRORS_APP) as server:
+        answers: queue.Queue[Any] = queue.Queue()
+        stdout = server.proc.stdout
+        assert stdout is not None
+        threading.Thread(target=lambda: [answers.put(orjson.loads(line)) for line in stdout], daemon=True).start()
+        for rid, uri in enumerate(("sur://message", "sur://data", "sur://general", "text://a"), 1):
+            server.send(read(rid, uri))
+            try:
+                got = answers.get(timeout=5)
+            except queue.Empty:
+                pytest.fail(f"{uri} was never answered")
+            assert got["id"] == rid
+            if uri == "text://a":  # and the server goes on serving
+                assert got["result"]["contents"][0]["text"] == "hello"
+            else:
+                assert got["error"] == {"code": -32603,
+                                        "message": "Internal error: the result could not be encoded as JSON"}
