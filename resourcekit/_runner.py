@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import queue
 import threading
 from collections import deque
@@ -27,6 +28,8 @@ from typing import Any
 from .errors import LimitExceeded
 
 __all__ = ["QUIET", "ThreadRunner"]
+
+log = logging.getLogger("resourcekit")
 
 Callback = Callable[[bool, Any], None]
 # seconds a job may wait for an idle worker before it gets a thread: twice the GIL's switch
@@ -156,7 +159,10 @@ class ThreadRunner:
         done = self._done
         while done:
             callback, ok, value = done.popleft()
-            callback(ok, value)
+            try:
+                callback(ok, value)
+            except Exception:  # a bug of the callback's: the results after it still go on now
+                log.exception("delivering a worker's result failed")
 
     def close(self) -> None:
         with self._lock:

@@ -102,3 +102,32 @@ def test_an_error_json_cannot_carry_is_answered_over_stdio_on_either_path(tmp_pa
             else:
                 assert got["error"] == {"code": -32603,
                                         "message": "Internal error: the result could not be encoded as JSON"}
+
+
+async def test_a_callback_that_raises_leaves_no_other_result_waiting(caplog: pytest.LogCaptureFixture) -> None:
+    # two results taken by one wake-up: the first's callback raised, and the second waited in the
+    # deque until some later job woke the loop (for ever on an idle server)
+    from resourcekit._runner import ThreadRunner
+
+    runner = ThreadRunner(asyncio.get_running_loop(), max_workers=2)
+    got: list[Any] = []
+
+    def boom(ok: bool, value: Any) -> None:
+        raise RuntimeError("a callback's bug")
+
+    try:
+        runner.submit(lambda: 1, boom)
+        runner.submit(lambda: 2, lambda ok, value: got.append(value))
+        for _ in range(500):  # the loop busy meanwhile: both results wait for one wake-up
+            if len(runner._done) == 2:
+                break
+            threading.Event().wait(0.002)
+        assert len(runner._done) == 2
+        for _ in range(100):
+            if got:
+                break
+            await asyncio.sleep(0.01)
+        assert got == [2]
+        assert "a callback's bug" in caplog.text
+    finally:
+        runner.close()
