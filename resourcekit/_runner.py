@@ -121,7 +121,11 @@ class ThreadRunner:
             if not future.done():
                 (future.set_result if ok else future.set_exception)(value)
 
-        self.submit(fn, done)
+        def job() -> Any:
+            # its awaiter was cancelled (a cancelled request) before a worker took it: nobody wants it
+            return None if future.cancelled() else fn()
+
+        self.submit(job, done)
         return await future
 
     def _work(self) -> None:

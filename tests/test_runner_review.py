@@ -131,3 +131,30 @@ async def test_a_callback_that_raises_leaves_no_other_result_waiting(caplog: pyt
         assert "a callback's bug" in caplog.text
     finally:
         runner.close()
+
+
+async def test_a_cancelled_completion_queued_behind_a_busy_worker_never_runs_its_completer() -> None:
+    # README: "a cancelled request's job never runs"; a completer's job (``runner.call``) ran anyway
+    from resourcekit import App
+    from tests.test_hardening import answered, core
+    from tests.test_hardening import read as read_message
+
+    app = App("t", max_workers=1)
+    release = threading.Event()
+    calls: list[str] = []
+    app.resource("slow://x")(lambda: release.wait(5) and "done")
+    app.template("item://{n}", complete={"n": lambda value: calls.append(value) or ["1"]})(lambda n: n)
+    server, conn, out = core(app)
+    try:
+        conn.receive(read_message(1, "slow://x"))
+        conn.receive({"jsonrpc": "2.0", "id": 2, "method": "completion/complete", "params": {
+            "ref": {"type": "ref/resource", "uri": "item://{n}"}, "argument": {"name": "n", "value": "x"}}})
+        await asyncio.sleep(0.05)  # queued behind the only worker
+        conn.receive({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}})
+        release.set()
+        await answered(out, {1})
+        await asyncio.sleep(0.1)
+        assert calls == [] and all(m.get("id") != 2 for m in out)
+    finally:
+        release.set()
+        server.close()
