@@ -158,3 +158,40 @@ async def test_a_cancelled_completion_queued_behind_a_busy_worker_never_runs_its
     finally:
         release.set()
         server.close()
+
+
+async def test_an_initialize_whose_body_comes_after_the_shutdown_began_gets_503_and_starts_nothing() -> None:
+    # SIGTERM closes the endpoint at once (``close_soon``) while uvicorn still serves open requests:
+    # a POST whose headers came before and body after built a new Server (its reaper task, its
+    # workers) and answered 200 with a session of a server shutting down
+    from resourcekit import App
+    from resourcekit.transports.http import ASGIApp
+    from tests.test_http_fastpost import INIT, JSON_AND_SSE
+
+    asgi = ASGIApp(App("t", telemetry=False))
+    asgi.start()
+    body_ready = asyncio.Event()
+    sent: list[Any] = []
+
+    async def receive() -> dict[str, Any]:
+        await body_ready.wait()
+        body = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT})
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/mcp", "root_path": "", "query_string": b"",
+             "scheme": "http", "server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 5555),
+             "headers": [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json"),
+                         (b"accept", JSON_AND_SSE.encode())]}
+    posting = asyncio.ensure_future(asgi(scope, receive, send))
+    await asyncio.sleep(0.05)  # admitted, waiting for its body
+    asgi.close()
+    body_ready.set()
+    await asyncio.wait_for(posting, 5)
+    try:
+        assert sent[0]["status"] == 503 and (b"retry-after", b"5") in sent[0]["headers"]
+        assert asgi._server is None and not asgi.sessions
+    finally:
+        asgi.close()

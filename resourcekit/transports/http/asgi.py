@@ -198,6 +198,8 @@ class ASGIApp:
     @property
     def server(self) -> Server:
         if self._server is None:
+            if self.closed:  # shut down: a request admitted before (its body came after) starts none again
+                self.check_open()  # 503
             self._server = Server(self.app, "tcp")
             self._server.start()
             self.reads = Reads(self._server.loop)
