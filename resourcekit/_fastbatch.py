@@ -146,6 +146,7 @@ class ReadBatch:
                 if req.cancelled:
                     continue
                 if type(value) is bytes:
+                    taken = None
                     if inflight.get(req.id) is req:  # before the reply: the client may reuse the id then
                         # (not another request's: cancelled meanwhile, its id reused); pop, for the loop
                         # may cancel it right after the look (a KeyError lost the batch's other replies),
@@ -154,7 +155,7 @@ class ReadBatch:
                         if taken is not req and taken is not None:
                             inflight.setdefault(req.id, taken)
                     lines.append(value)
-                    if req.started:
+                    if req.started and taken is req:  # else cancelled meanwhile: recorded so (``cancel``)
                         timed.append(req)
                 else:
                     self.conn.server.runner.deliver(req.finish, False, value)

@@ -195,3 +195,41 @@ async def test_an_initialize_whose_body_comes_after_the_shutdown_began_gets_503_
         assert asgi._server is None and not asgi.sessions
     finally:
         asgi.close()
+
+
+async def test_a_timed_read_cancelled_while_its_worker_answers_records_one_duration(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # a sampled-out read on the stdio short path, cancelled (its duration recorded "cancelled", as the
+    # general path records it) between its worker's look at its id and the pop: the worker recorded
+    # a second duration, a success, which the general path never does for a cancelled request
+    from resourcekit import App, telemetry
+    from tests.test_fastread import answered
+    from tests.test_fastread_lines import block_session
+
+    app = App("t", telemetry=False)
+    app.resource("text://a")(lambda: "hello")
+    server, conn, out = block_session(app)
+    recorded: list[tuple[Any, Any]] = []
+    monkeypatch.setattr(telemetry, "ON", True)
+    monkeypatch.setattr(telemetry, "dropped_root", lambda: 1)  # every read sampled out: timed
+    monkeypatch.setattr(telemetry, "timed", lambda c, method, started, code=None: recorded.append((method, code)))
+    conn.traced = True
+
+    class Meanwhile(dict[Any, Any]):
+        def get(self, key: Any, default: Any = None) -> Any:
+            found = super().get(key, default)
+            if key == 2 and found is not None and threading.current_thread() is not threading.main_thread():
+                conn.cancel(2)  # what the loop thread may do between the worker's two steps
+            return found
+
+    conn.inflight = Meanwhile()
+    try:
+        conn.feed_lines([read(1, "text://a"), read(2, "text://a"), read(3, "text://a")])
+        conn.end_of_input()
+        assert {1, 3} <= set(await answered(out, {1, 3}))
+        await asyncio.sleep(0.05)
+        assert sorted(recorded, key=repr) == sorted([("resources/read", None), ("resources/read", "cancelled"),
+                                                     ("resources/read", None)], key=repr)
+    finally:
+        conn.inflight.clear()
+        server.close()
