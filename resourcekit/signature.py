@@ -215,7 +215,7 @@ class SignatureCache:
             same = entry[1] == facts
         except Exception:  # a default whose == raises or is not a bool (an array): inspect
             same = False
-        if not same:
+        if not same or not _same_defaults(fn, entry[1], facts):
             return self._inspected(fn, facts, at)
         self._last = entry
         return entry[3]
@@ -232,6 +232,21 @@ class SignatureCache:
         code = fn.__code__
         self._entries[code] = self._last = (code, facts, at, sig)
         return sig
+
+
+def _same_defaults(fn: types.FunctionType, known: list[Any], facts: list[Any]) -> bool:
+    """Whether ``fn``'s defaults are the very objects of the equal ``known`` facts: 1, 1.0 and
+    True (or 0.0 and -0.0) are equal, but a form shows each default as it is."""
+    for held in (fn.__defaults__, fn.__kwdefaults__):
+        if held:
+            at = next(i for i, fact in enumerate(facts) if fact is held)
+            old = known[at]
+            if isinstance(held, tuple):
+                if any(a is not b for a, b in zip(old, held, strict=True)):
+                    return False
+            elif any(old[name] is not value for name, value in held.items()):
+                return False
+    return True
 
 
 # CPython lists a function's code, globals, defaults, annotations... as its referents;

@@ -89,6 +89,26 @@ def test_closures_with_different_defaults_are_checked_each() -> None:
     assert app.router.templates["m://{id}{?page}"].sig.params["page"].default == 5
 
 
+async def test_closures_with_equal_but_different_defaults_list_their_own() -> None:
+    # 1 == 1.0 == True and 0.0 == -0.0, yet a template's listed form shows each default as it is
+    ns: dict[str, Any] = {}
+    exec(compile("def make_scaled(default):\n"
+                 "    def item(id: str, scale: float = default, *, x: float = default) -> str:\n"
+                 "        return f'{id}:{scale}'\n"
+                 "    return item\n", "<factory>", "exec", dont_inherit=True), ns)
+    defaults = [1, 1.0, True, 0.0, -0.0]
+    app = App("t")
+    for i, default in enumerate(defaults):
+        app.template(f"s{i}://{{id}}{{?scale,x}}")(ns["make_scaled"](default))
+    for i, default in enumerate(defaults):
+        sig = app.router.templates[f"s{i}://{{id}}{{?scale,x}}"].sig
+        assert repr(sig.params["scale"].default) == repr(sig.params["x"].default) == repr(default)
+    async with Client(app) as client:
+        listed = (await client.request("resources/templates/list", {}))["resourceTemplates"]
+    shown = [t["_meta"]["io.resourcekit/variables"][v]["default"] for t in listed for v in ("scale", "x")]
+    assert [(type(d), repr(d)) for d in shown] == [(type(d), repr(d)) for d in defaults for _ in "sx"]
+
+
 def test_defaults_whose_comparison_raises_are_inspected_again() -> None:
     class Weird:
         def __eq__(self, other: object) -> bool:
