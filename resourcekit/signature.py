@@ -7,6 +7,7 @@ is worked out here, once, at decoration time.
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import gc
 import inspect
@@ -102,6 +103,7 @@ def _is_coroutine_function(fn: Callable[..., Any]) -> bool:
 _CO_COROUTINE = inspect.CO_COROUTINE
 _CO_VARIADIC = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
 _RETURN_MIME: dict[Any, str | None] = {}
+_BUILTINS = vars(builtins)
 
 
 def _fast_signature(fn: types.FunctionType) -> Signature | None:
@@ -109,18 +111,22 @@ def _fast_signature(fn: types.FunctionType) -> Signature | None:
     code = fn.__code__
     if code.co_argcount or code.co_kwonlyargcount or code.co_flags & _CO_VARIADIC:
         return None
-    raw = fn.__annotations__.get("return", _EMPTY)
-    key = (raw, id(fn.__globals__)) if isinstance(raw, str) else raw
-    try:
-        mime = _RETURN_MIME[key]
-    except KeyError:
-        annotation = raw
-        if isinstance(raw, str):
+    annotation = fn.__annotations__.get("return", _EMPTY)
+    if isinstance(annotation, str):  # resolved now, as get_type_hints would: the memo is by what it names
+        names = fn.__globals__
+        if annotation.isidentifier() and (annotation in names or annotation in _BUILTINS):
+            annotation = names[annotation] if annotation in names else _BUILTINS[annotation]
+        else:
             try:
-                annotation = eval(raw, fn.__globals__)  # what get_type_hints does for one name
+                annotation = eval(annotation, names)  # what get_type_hints does for one name
             except Exception:
                 annotation = _EMPTY
-        mime = _RETURN_MIME[key] = mime_for_return(annotation)
+    try:
+        mime = _RETURN_MIME[annotation]
+    except KeyError:
+        if len(_RETURN_MIME) >= 512:  # annotations made per declaration: keep the memo bounded
+            _RETURN_MIME.clear()
+        mime = _RETURN_MIME[annotation] = mime_for_return(annotation)
     except TypeError:  # an unhashable annotation
         return None
     doc = fn.__doc__

@@ -266,3 +266,38 @@ def test_a_sibling_whose_referents_are_laid_out_otherwise_is_inspected() -> None
         app.add_resource(fn, f"test://layout/{i}")
     assert [h.mime_type for h in app.resources] == ["text/plain", "text/plain", "text/plain",
                                                     "application/octet-stream"]
+
+
+def test_a_string_return_annotation_is_resolved_when_declared() -> None:
+    # one module's globals, a name rebound between two declarations: each gets what the name is then
+    ns: dict[str, Any] = {}
+    exec(compile("from __future__ import annotations\n"
+                 "def one() -> Payload:\n    return 'x'\n"
+                 "def two() -> Payload:\n    return b'x'\n", "<module>", "exec", dont_inherit=True), ns)
+    app = App("t")
+    ns["Payload"] = str
+    app.resource("a://one")(ns["one"])
+    ns["Payload"] = bytes
+    app.resource("a://two")(ns["two"])
+    ns["Payload"] = dict
+    app.resource("a://three")(ns["one"])
+    assert [h.mime_type for h in app.resources] == ["text/plain", "application/octet-stream", "application/json"]
+
+
+def test_the_return_mime_memo_stays_bounded() -> None:
+    from typing import Annotated
+
+    from resourcekit import signature
+
+    def make(i: int) -> Any:
+        def static() -> Annotated[str, f"resource {i}"]:  # an annotation made per closure
+            return "x"
+
+        static.__annotations__ = {"return": Annotated[str, f"resource {i}"]}
+        return static
+
+    app = App("t")
+    for i in range(2000):
+        app.resource(f"a://r{i}")(make(i))
+    assert len(signature._RETURN_MIME) <= 512
+    assert {h.mime_type for h in app.resources} == {"text/plain"}
