@@ -234,6 +234,10 @@ class SignatureCache:
             at = -1 if closure is None else next(i for i, fact in enumerate(facts) if fact is closure)
             if at >= 0:
                 facts[at] = None  # the cache keeps no function's cells (nor what they hold) alive
+        shared = (fn.__globals__, getattr(fn, "__builtins__", None))  # compared by identity
+        for i, fact in enumerate(facts):
+            if type(fact) is dict and fact is not shared[0] and fact is not shared[1]:
+                facts[i] = dict(fact)  # its __dict__, kwdefaults, annotations as they are now, not as changed later
         sig = inspect_handler(fn)
         code = fn.__code__
         self._entries[code] = self._last = (code, facts, at, sig)

@@ -301,3 +301,31 @@ def test_the_return_mime_memo_stays_bounded() -> None:
         app.resource(f"a://r{i}")(make(i))
     assert len(signature._RETURN_MIME) <= 512
     assert {h.mime_type for h in app.resources} == {"text/plain"}
+
+
+@pytest.mark.parametrize("change", ["annotations", "signature"])
+def test_a_declared_closure_changed_afterwards_is_no_model_for_its_siblings(change: str) -> None:
+    import inspect
+
+    def make(kind: Any) -> Any:
+        def item(id):  # type: ignore[no-untyped-def]
+            return str(id)
+
+        item.__annotations__ = {"id": kind}  # a dict from the start
+        item.tag = "resource"  # type: ignore[attr-defined]  # and a __dict__
+        return item
+
+    app = App("t")
+    first = make(str)
+    app.template("a://{id}")(first)  # inspected: the model its siblings are compared with
+    sibling = make(str)
+    if change == "annotations":  # changed once declared: equal to the sibling's now, not when inspected
+        first.__annotations__["id"] = sibling.__annotations__["id"] = int
+    else:
+        first.__signature__ = sibling.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [inspect.Parameter("id", inspect.Parameter.KEYWORD_ONLY, annotation=str, default=7)])
+    app.template("b://{id}")(sibling)
+    declared = app.router.templates["b://{id}"].sig.params["id"]
+    assert (declared.convertor.parse("5"), declared.default) == (
+        (5, inspect.Parameter.empty) if change == "annotations" else ("5", 7))
+    assert app.router.templates["a://{id}"].sig.params["id"].required  # the model's own stays as declared
