@@ -322,7 +322,7 @@ def test_a_declared_closure_changed_afterwards_is_no_model_for_its_siblings(chan
     if change == "annotations":  # changed once declared: equal to the sibling's now, not when inspected
         first.__annotations__["id"] = sibling.__annotations__["id"] = int
     else:
-        first.__signature__ = sibling.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        first.__signature__ = sibling.__signature__ = inspect.Signature(
             [inspect.Parameter("id", inspect.Parameter.KEYWORD_ONLY, annotation=str, default=7)])
     app.template("b://{id}")(sibling)
     declared = app.router.templates["b://{id}"].sig.params["id"]
