@@ -329,3 +329,32 @@ def test_a_declared_closure_changed_afterwards_is_no_model_for_its_siblings(chan
     assert (declared.convertor.parse("5"), declared.default) == (
         (5, inspect.Parameter.empty) if change == "annotations" else ("5", 7))
     assert app.router.templates["a://{id}"].sig.params["id"].required  # the model's own stays as declared
+
+
+_DEFAULTS_APP = '''
+from resourcekit import App
+
+app = App("defaults")
+
+
+def make(default):
+    def item(id: str, scale: float = default) -> str:
+        return f"{id}:{scale}"
+    return item
+
+
+for i, default in enumerate([1, 1.0, True, 0.0, -0.0]):
+    app.template(f"s{i}://{{id}}{{?scale}}")(make(default))
+'''
+
+
+def test_equal_but_different_defaults_as_a_real_server_lists_them(tmp_path: Any) -> None:
+    import orjson
+
+    from tests.test_fastread_lines import StdioServer
+
+    with StdioServer(tmp_path, _DEFAULTS_APP) as server:
+        server.send(b'{"jsonrpc": "2.0", "id": 1, "method": "resources/templates/list"}')
+        listed = server.answer()["result"]["resourceTemplates"]
+    shown = [orjson.dumps(t["_meta"]["io.resourcekit/variables"]["scale"]["default"]) for t in listed]
+    assert shown == [b"1", b"1.0", b"true", b"0.0", b"-0.0"]
