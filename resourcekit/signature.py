@@ -240,7 +240,10 @@ class SignatureCache:
                 facts[i] = dict(fact)  # its __dict__, kwdefaults, annotations as they are now, not as changed later
         sig = inspect_handler(fn)
         code = fn.__code__
-        self._entries[code] = self._last = (code, facts, at, sig)
+        entries = self._entries
+        if len(entries) >= _MAX_ENTRIES and code not in entries:  # code compiled at run time, declared
+            entries.clear()  # and removed again and again: keep no Signature of every one
+        entries[code] = self._last = (code, facts, at, sig)
         return sig
 
 
@@ -263,6 +266,7 @@ def _same_defaults(fn: types.FunctionType, known: list[Any], facts: list[Any]) -
 # elsewhere every function is inspected
 _CACHED = types.FunctionType if sys.implementation.name == "cpython" else None
 _referents = gc.get_referents
+_MAX_ENTRIES = 4096  # code objects; the table starts over when full
 
 
 def _is_typeddict(tp: Any) -> bool:

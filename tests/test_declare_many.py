@@ -358,3 +358,17 @@ def test_equal_but_different_defaults_as_a_real_server_lists_them(tmp_path: Any)
         listed = server.answer()["result"]["resourceTemplates"]
     shown = [orjson.dumps(t["_meta"]["io.resourcekit/variables"]["scale"]["default"]) for t in listed]
     assert shown == [b"1", b"1.0", b"true", b"0.0", b"-0.0"]
+
+
+def test_the_signature_cache_forgets_code_declared_and_removed_at_run_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    from resourcekit import signature
+
+    monkeypatch.setattr(signature, "_MAX_ENTRIES", 8, raising=False)
+    app = App("t")
+    for i in range(40):  # a snippet compiled, declared and removed again: a new code object each time
+        ns: dict[str, Any] = {}
+        exec(compile(f"def h(id: str, page: int = {i}) -> str:\n    return id + '{i}'\n", "<snippet>", "exec"), ns)
+        app.add_template(ns["h"], "snip://{id}{?page}")
+        assert app.router.templates["snip://{id}{?page}"].sig.params["page"].default == i
+        app.remove("snip://{id}{?page}")
+    assert len(app._signatures._entries) <= 8
