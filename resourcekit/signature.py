@@ -113,7 +113,10 @@ def _fast_signature(fn: types.FunctionType) -> Signature | None:
         return None
     annotation = fn.__annotations__.get("return", _EMPTY)
     if isinstance(annotation, str):  # resolved now, as get_type_hints would: the memo is by what it names
-        names = fn.__globals__
+        source: Any = fn
+        while hasattr(source, "__wrapped__"):  # in the globals of what a decorator wrapped, as get_type_hints
+            source = source.__wrapped__
+        names = getattr(source, "__globals__", {})
         if annotation.isidentifier() and (annotation in names or annotation in _BUILTINS):
             annotation = names[annotation] if annotation in names else _BUILTINS[annotation]
         else:

@@ -372,3 +372,39 @@ def test_the_signature_cache_forgets_code_declared_and_removed_at_run_time(monke
         assert app.router.templates["snip://{id}{?page}"].sig.params["page"].default == i
         app.remove("snip://{id}{?page}")
     assert len(app._signatures._entries) <= 8
+
+
+_WRAPPED_APP = '''
+from __future__ import annotations
+
+import dataclasses
+
+from resourcekit import App
+from wrapping import cached
+
+app = App("wrapped")
+
+
+@dataclasses.dataclass
+class Report:
+    pages: int
+
+
+@app.resource("report://today")
+@cached
+def today() -> Report:
+    return Report(3)
+'''
+
+
+def test_a_wrapped_string_annotation_is_resolved_where_the_wrapped_function_lives(tmp_path: Any) -> None:
+    # the wrapper's own module has no Report: get_type_hints looks in the wrapped function's globals
+    from tests.test_fastread_lines import StdioServer
+
+    (tmp_path / "wrapping.py").write_text(
+        "import functools\n\n\ndef cached(fn):\n    @functools.wraps(fn)\n"
+        "    def wrapper():\n        return fn()\n    return wrapper\n")
+    with StdioServer(tmp_path, _WRAPPED_APP) as server:
+        server.send(b'{"jsonrpc": "2.0", "id": 1, "method": "resources/list"}')
+        listed = server.answer()["result"]["resources"]
+    assert listed == [{"name": "today", "uri": "report://today", "mimeType": "application/json"}]
