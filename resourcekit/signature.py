@@ -224,7 +224,7 @@ class SignatureCache:
             same = entry[1] == facts
         except Exception:  # a default whose == raises or is not a bool (an array): inspect
             same = False
-        if not same or not _same_defaults(fn, entry[1], facts):
+        if not same or not _same_defaults(fn, entry[1], facts) or not _same_annotations(fn, entry[1], facts):
             return self._inspected(fn, facts, at)
         self._last = entry
         return entry[3]
@@ -248,6 +248,37 @@ class SignatureCache:
             entries.clear()  # and removed again and again: keep no Signature of every one
         entries[code] = self._last = (code, facts, at, sig)
         return sig
+
+
+def _same_annotations(fn: types.FunctionType, known: list[Any], facts: list[Any]) -> bool:
+    """Whether the equal ``known`` facts' tuples and dicts (annotations made per closure) are equal
+    as a Signature tells them apart: ``Literal["a", "b"] == Literal["b", "a"]``, but a form lists
+    the choices in order."""
+    shared = fn.__globals__
+    for old, new in zip(known, facts, strict=True):
+        if old is not new and (type(new) is tuple or (type(new) is dict and new is not shared)):
+            try:
+                if not _strictly_equal(old, new):
+                    return False
+            except Exception:  # an == that raises: inspect
+                return False
+    return True
+
+
+def _strictly_equal(a: Any, b: Any) -> bool:
+    """``a == b``, in order for tuples, dicts and typing's forms (whose == ignores ``Literal``'s order)."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if type(a) is tuple:
+        return len(a) == len(b) and all(_strictly_equal(x, y) for x, y in zip(a, b, strict=True))
+    if type(a) is dict:
+        return a.keys() == b.keys() and all(_strictly_equal(value, b[key]) for key, value in a.items())
+    args = get_args(a)
+    if args:
+        return bool(get_origin(a) == get_origin(b)) and _strictly_equal(args, get_args(b))
+    return bool(a == b)
 
 
 def _same_defaults(fn: types.FunctionType, known: list[Any], facts: list[Any]) -> bool:

@@ -408,3 +408,27 @@ def test_a_wrapped_string_annotation_is_resolved_where_the_wrapped_function_live
         server.send(b'{"jsonrpc": "2.0", "id": 1, "method": "resources/list"}')
         listed = server.answer()["result"]["resources"]
     assert listed == [{"name": "today", "uri": "report://today", "mimeType": "application/json"}]
+
+
+async def test_closures_whose_literals_differ_in_order_list_their_own_choices() -> None:
+    # Literal["a", "b"] == Literal["b", "a"], yet a form offers the choices in their declared order
+    from resourcekit.signature import inspect_handler
+
+    ns: dict[str, Any] = {}
+    exec(compile("from typing import Literal, Optional\n"
+                 "def make_sorted(*choices):\n"
+                 "    def item(by: Literal[choices], then: Optional[Literal[choices]] = None) -> str:\n"
+                 "        return by\n"
+                 "    return item\n", "<factory>", "exec", dont_inherit=True), ns)
+    orders = [("name", "size"), ("size", "name"), ("name", "size")]
+    app = App("t")
+    for i, choices in enumerate(orders):
+        app.template(f"o{i}://{{by}}{{?then}}")(ns["make_sorted"](*choices))
+    async with Client(app) as client:
+        listed = (await client.request("resources/templates/list", {}))["resourceTemplates"]
+    variables = [t["_meta"]["io.resourcekit/variables"] for t in listed]
+    assert [tuple(v["by"]["enum"]) for v in variables] == orders
+    # (typing's own cache makes Optional[Literal["size", "name"]] the Optional[Literal["name", "size"]]
+    # made first: what inspecting each closure gives)
+    inspected = [inspect_handler(ns["make_sorted"](*choices)).params["then"].convertor.choices for choices in orders]
+    assert [tuple(v["then"]["enum"]) for v in variables] == inspected
