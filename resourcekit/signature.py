@@ -7,7 +7,6 @@ is worked out here, once, at decoration time.
 
 from __future__ import annotations
 
-import builtins
 import dataclasses
 import gc
 import inspect
@@ -103,7 +102,6 @@ def _is_coroutine_function(fn: Callable[..., Any]) -> bool:
 _CO_COROUTINE = inspect.CO_COROUTINE
 _CO_VARIADIC = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
 _RETURN_MIME: dict[Any, str | None] = {}
-_BUILTINS = vars(builtins)
 
 
 def _fast_signature(fn: types.FunctionType) -> Signature | None:
@@ -111,25 +109,18 @@ def _fast_signature(fn: types.FunctionType) -> Signature | None:
     code = fn.__code__
     if code.co_argcount or code.co_kwonlyargcount or code.co_flags & _CO_VARIADIC:
         return None
-    annotation = fn.__annotations__.get("return", _EMPTY)
-    if isinstance(annotation, str):  # resolved now, as get_type_hints would: the memo is by what it names
-        source: Any = fn
-        while hasattr(source, "__wrapped__"):  # in the globals of what a decorator wrapped, as get_type_hints
-            source = source.__wrapped__
-        names = getattr(source, "__globals__", {})
-        if annotation.isidentifier() and (annotation in names or annotation in _BUILTINS):
-            annotation = names[annotation] if annotation in names else _BUILTINS[annotation]
-        else:
+    raw = fn.__annotations__.get("return", _EMPTY)
+    key = (raw, id(fn.__globals__)) if isinstance(raw, str) else raw
+    try:
+        mime = _RETURN_MIME[key]
+    except KeyError:
+        annotation = raw
+        if isinstance(raw, str):
             try:
-                annotation = eval(annotation, names)  # what get_type_hints does for one name
+                annotation = eval(raw, fn.__globals__)  # what get_type_hints does for one name
             except Exception:
                 annotation = _EMPTY
-    try:
-        mime = _RETURN_MIME[annotation]
-    except KeyError:
-        if len(_RETURN_MIME) >= 512:  # annotations made per declaration: keep the memo bounded
-            _RETURN_MIME.clear()
-        mime = _RETURN_MIME[annotation] = mime_for_return(annotation)
+        mime = _RETURN_MIME[key] = mime_for_return(annotation)
     except TypeError:  # an unhashable annotation
         return None
     doc = fn.__doc__
@@ -224,7 +215,7 @@ class SignatureCache:
             same = entry[1] == facts
         except Exception:  # a default whose == raises or is not a bool (an array): inspect
             same = False
-        if not same or not _same_defaults(fn, entry[1], facts) or not _same_annotations(fn, entry[1], facts):
+        if not same:
             return self._inspected(fn, facts, at)
         self._last = entry
         return entry[3]
@@ -237,70 +228,16 @@ class SignatureCache:
             at = -1 if closure is None else next(i for i, fact in enumerate(facts) if fact is closure)
             if at >= 0:
                 facts[at] = None  # the cache keeps no function's cells (nor what they hold) alive
-        shared = (fn.__globals__, getattr(fn, "__builtins__", None))  # compared by identity
-        for i, fact in enumerate(facts):
-            if type(fact) is dict and fact is not shared[0] and fact is not shared[1]:
-                facts[i] = dict(fact)  # its __dict__, kwdefaults, annotations as they are now, not as changed later
         sig = inspect_handler(fn)
         code = fn.__code__
-        entries = self._entries
-        if len(entries) >= _MAX_ENTRIES and code not in entries:  # code compiled at run time, declared
-            entries.clear()  # and removed again and again: keep no Signature of every one
-        entries[code] = self._last = (code, facts, at, sig)
+        self._entries[code] = self._last = (code, facts, at, sig)
         return sig
-
-
-def _same_annotations(fn: types.FunctionType, known: list[Any], facts: list[Any]) -> bool:
-    """Whether the equal ``known`` facts' tuples and dicts (annotations made per closure) are equal
-    as a Signature tells them apart: ``Literal["a", "b"] == Literal["b", "a"]``, but a form lists
-    the choices in order."""
-    shared = fn.__globals__
-    for old, new in zip(known, facts, strict=True):
-        if old is not new and (type(new) is tuple or (type(new) is dict and new is not shared)):
-            try:
-                if not _strictly_equal(old, new):
-                    return False
-            except Exception:  # an == that raises: inspect
-                return False
-    return True
-
-
-def _strictly_equal(a: Any, b: Any) -> bool:
-    """``a == b``, in order for tuples, dicts and typing's forms (whose == ignores ``Literal``'s order)."""
-    if a is b:
-        return True
-    if type(a) is not type(b):
-        return False
-    if type(a) is tuple:
-        return len(a) == len(b) and all(_strictly_equal(x, y) for x, y in zip(a, b, strict=True))
-    if type(a) is dict:
-        return a.keys() == b.keys() and all(_strictly_equal(value, b[key]) for key, value in a.items())
-    args = get_args(a)
-    if args:
-        return bool(get_origin(a) == get_origin(b)) and _strictly_equal(args, get_args(b))
-    return bool(a == b)
-
-
-def _same_defaults(fn: types.FunctionType, known: list[Any], facts: list[Any]) -> bool:
-    """Whether ``fn``'s defaults are the very objects of the equal ``known`` facts: 1, 1.0 and
-    True (or 0.0 and -0.0) are equal, but a form shows each default as it is."""
-    for held in (fn.__defaults__, fn.__kwdefaults__):
-        if held:
-            at = next(i for i, fact in enumerate(facts) if fact is held)
-            old = known[at]
-            if isinstance(held, tuple):
-                if any(a is not b for a, b in zip(old, held, strict=True)):
-                    return False
-            elif any(old[name] is not value for name, value in held.items()):
-                return False
-    return True
 
 
 # CPython lists a function's code, globals, defaults, annotations... as its referents;
 # elsewhere every function is inspected
 _CACHED = types.FunctionType if sys.implementation.name == "cpython" else None
 _referents = gc.get_referents
-_MAX_ENTRIES = 4096  # code objects; the table starts over when full
 
 
 def _is_typeddict(tp: Any) -> bool:
