@@ -7,9 +7,11 @@ is worked out here, once, at decoration time.
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import gc
 import inspect
+import operator
 import sys
 import types
 import typing
@@ -102,6 +104,7 @@ def _is_coroutine_function(fn: Callable[..., Any]) -> bool:
 _CO_COROUTINE = inspect.CO_COROUTINE
 _CO_VARIADIC = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
 _RETURN_MIME: dict[Any, str | None] = {}
+_BUILTINS = vars(builtins)
 
 
 def _fast_signature(fn: types.FunctionType) -> Signature | None:
@@ -109,18 +112,25 @@ def _fast_signature(fn: types.FunctionType) -> Signature | None:
     code = fn.__code__
     if code.co_argcount or code.co_kwonlyargcount or code.co_flags & _CO_VARIADIC:
         return None
-    raw = fn.__annotations__.get("return", _EMPTY)
-    key = (raw, id(fn.__globals__)) if isinstance(raw, str) else raw
-    try:
-        mime = _RETURN_MIME[key]
-    except KeyError:
-        annotation = raw
-        if isinstance(raw, str):
+    annotation = fn.__annotations__.get("return", _EMPTY)
+    if isinstance(annotation, str):  # resolved now, as get_type_hints would: the memo is by what it names
+        source: Any = fn
+        while hasattr(source, "__wrapped__"):  # in the globals of what a decorator wrapped, as get_type_hints
+            source = source.__wrapped__
+        names = getattr(source, "__globals__", {})
+        if annotation.isidentifier() and (annotation in names or annotation in _BUILTINS):
+            annotation = names[annotation] if annotation in names else _BUILTINS[annotation]
+        else:
             try:
-                annotation = eval(raw, fn.__globals__)  # what get_type_hints does for one name
+                annotation = eval(annotation, names)  # what get_type_hints does for one name
             except Exception:
                 annotation = _EMPTY
-        mime = _RETURN_MIME[key] = mime_for_return(annotation)
+    try:
+        mime = _RETURN_MIME[annotation]
+    except KeyError:
+        if len(_RETURN_MIME) >= 512:  # annotations made per declaration: keep the memo bounded
+            _RETURN_MIME.clear()
+        mime = _RETURN_MIME[annotation] = mime_for_return(annotation)
     except TypeError:  # an unhashable annotation
         return None
     doc = fn.__doc__
@@ -181,17 +191,22 @@ class SignatureCache:
     annotations, defaults, docstring, name, globals, ``__dict__`` (``__wrapped__``).
     ``gc.get_referents`` lists exactly those, and the closure's cells (the one fact that
     differs between siblings, so not compared), without reading ``__annotations__``: that
-    would build a dict on every closure (184 bytes each, kept by the function).  A function that differs in any of
-    them, or whose annotations were replaced or read since, compares unequal and is
-    inspected (and becomes the one its code's later functions are compared with).
+    would build a dict on every closure (184 bytes each, kept by the function).
+
+    A sibling matches the function inspected for its code (its model) when every fact is
+    the very same object, or a tuple or dict made per closure (defaults, annotations,
+    ``__dict__``) holding the very same objects: ``1 == 1.0 == True`` and
+    ``Literal["a", "b"] == Literal["b", "a"]``, but a form shows each as declared.  Anything
+    else is inspected, and becomes the model for its code's later functions.  The model's
+    own dicts are kept as they were when inspected; the table holds at most
+    ``_MAX_ENTRIES`` code objects, then starts over.
     """
 
     __slots__ = ("_entries", "_last")
 
     def __init__(self) -> None:
-        # code -> (code, a function's referents, the place of its cells among them or -1, Signature)
-        self._entries: dict[types.CodeType, tuple[types.CodeType, list[Any], int, Signature]] = {}
-        self._last: tuple[types.CodeType, list[Any], int, Signature] | None = None  # closures come in runs
+        self._entries: dict[types.CodeType, _Entry] = {}
+        self._last: _Entry | None = None  # closures come in runs
 
     def signature(self, fn: Callable[..., Any]) -> Signature:
         """``fn``'s Signature; DefinitionError if it is not callable."""
@@ -211,10 +226,16 @@ class SignatureCache:
             if len(facts) <= at or facts[at] is not fn.__closure__:
                 return self._inspected(fn, facts, -2)
             facts[at] = None
+        known = entry[1]
         try:
-            same = entry[1] == facts
+            same = known == facts  # in C, and the very same objects compare without ==
         except Exception:  # a default whose == raises or is not a bool (an array): inspect
             same = False
+        if same and entry[4]:
+            for i in entry[4]:  # equal; the tuples and dicts must hold the very same objects
+                if known[i] is not facts[i] and not _same_items(known[i], facts[i]):
+                    same = False
+                    break
         if not same:
             return self._inspected(fn, facts, at)
         self._last = entry
@@ -228,10 +249,40 @@ class SignatureCache:
             at = -1 if closure is None else next(i for i, fact in enumerate(facts) if fact is closure)
             if at >= 0:
                 facts[at] = None  # the cache keeps no function's cells (nor what they hold) alive
+        shared = (fn.__globals__, getattr(fn, "__builtins__", None))  # compared by identity
+        containers = []  # the places of tuples and dicts holding what == may find equal to another
+        for i, fact in enumerate(facts):
+            if type(fact) is tuple:
+                items: Any = fact
+            elif type(fact) is dict and fact is not shared[0] and fact is not shared[1]:
+                facts[i] = dict(fact)  # __dict__, kwdefaults, annotations as inspected, not as changed later
+                items = fact.values()
+            else:
+                continue
+            if not all(type(item) in _STRICT for item in items):
+                containers.append(i)
         sig = inspect_handler(fn)
         code = fn.__code__
-        self._entries[code] = self._last = (code, facts, at, sig)
+        entries = self._entries
+        if len(entries) >= _MAX_ENTRIES and code not in entries:  # code compiled at run time, declared
+            entries.clear()  # and removed again and again: keep no Signature of every one
+        entries[code] = self._last = (code, facts, at, sig, tuple(containers))
         return sig
+
+
+def _same_items(known: Any, fact: Any) -> bool:
+    """Whether two equal tuples or dicts hold the very same objects."""
+    if type(fact) is tuple:
+        return all(map(_is, known, fact))
+    return all(map(_is, known.values(), fact.values()))  # or in another order: inspected
+
+
+# code, a function's referents (its cells' place None), that place or -1, its Signature,
+# the places of its tuples and dicts
+_Entry = tuple[types.CodeType, list[Any], int, Signature, tuple[int, ...]]
+_MAX_ENTRIES = 4096  # code objects
+_is = operator.is_
+_STRICT = frozenset((str, bytes, type, type(None)))  # equal only to what reads the same (a class: itself)
 
 
 # CPython lists a function's code, globals, defaults, annotations... as its referents;

@@ -89,6 +89,26 @@ def test_closures_with_different_defaults_are_checked_each() -> None:
     assert app.router.templates["m://{id}{?page}"].sig.params["page"].default == 5
 
 
+async def test_closures_with_equal_but_different_defaults_list_their_own() -> None:
+    # 1 == 1.0 == True and 0.0 == -0.0, yet a template's listed form shows each default as it is
+    ns: dict[str, Any] = {}
+    exec(compile("def make_scaled(default):\n"
+                 "    def item(id: str, scale: float = default, *, x: float = default) -> str:\n"
+                 "        return f'{id}:{scale}'\n"
+                 "    return item\n", "<factory>", "exec", dont_inherit=True), ns)
+    defaults = [1, 1.0, True, 0.0, -0.0]
+    app = App("t")
+    for i, default in enumerate(defaults):
+        app.template(f"s{i}://{{id}}{{?scale,x}}")(ns["make_scaled"](default))
+    for i, default in enumerate(defaults):
+        sig = app.router.templates[f"s{i}://{{id}}{{?scale,x}}"].sig
+        assert repr(sig.params["scale"].default) == repr(sig.params["x"].default) == repr(default)
+    async with Client(app) as client:
+        listed = (await client.request("resources/templates/list", {}))["resourceTemplates"]
+    shown = [t["_meta"]["io.resourcekit/variables"][v]["default"] for t in listed for v in ("scale", "x")]
+    assert [(type(d), repr(d)) for d in shown] == [(type(d), repr(d)) for d in defaults for _ in "sx"]
+
+
 def test_defaults_whose_comparison_raises_are_inspected_again() -> None:
     class Weird:
         def __eq__(self, other: object) -> bool:
@@ -246,3 +266,169 @@ def test_a_sibling_whose_referents_are_laid_out_otherwise_is_inspected() -> None
         app.add_resource(fn, f"test://layout/{i}")
     assert [h.mime_type for h in app.resources] == ["text/plain", "text/plain", "text/plain",
                                                     "application/octet-stream"]
+
+
+def test_a_string_return_annotation_is_resolved_when_declared() -> None:
+    # one module's globals, a name rebound between two declarations: each gets what the name is then
+    ns: dict[str, Any] = {}
+    exec(compile("from __future__ import annotations\n"
+                 "def one() -> Payload:\n    return 'x'\n"
+                 "def two() -> Payload:\n    return b'x'\n", "<module>", "exec", dont_inherit=True), ns)
+    app = App("t")
+    ns["Payload"] = str
+    app.resource("a://one")(ns["one"])
+    ns["Payload"] = bytes
+    app.resource("a://two")(ns["two"])
+    ns["Payload"] = dict
+    app.resource("a://three")(ns["one"])
+    assert [h.mime_type for h in app.resources] == ["text/plain", "application/octet-stream", "application/json"]
+
+
+def test_the_return_mime_memo_stays_bounded() -> None:
+    from typing import Annotated
+
+    from resourcekit import signature
+
+    def make(i: int) -> Any:
+        def static() -> Annotated[str, f"resource {i}"]:  # an annotation made per closure
+            return "x"
+
+        static.__annotations__ = {"return": Annotated[str, f"resource {i}"]}
+        return static
+
+    app = App("t")
+    for i in range(2000):
+        app.resource(f"a://r{i}")(make(i))
+    assert len(signature._RETURN_MIME) <= 512
+    assert {h.mime_type for h in app.resources} == {"text/plain"}
+
+
+@pytest.mark.parametrize("change", ["annotations", "signature"])
+def test_a_declared_closure_changed_afterwards_is_no_model_for_its_siblings(change: str) -> None:
+    import inspect
+
+    def make(kind: Any) -> Any:
+        def item(id):  # type: ignore[no-untyped-def]
+            return str(id)
+
+        item.__annotations__ = {"id": kind}  # a dict from the start
+        item.tag = "resource"  # type: ignore[attr-defined]  # and a __dict__
+        return item
+
+    app = App("t")
+    first = make(str)
+    app.template("a://{id}")(first)  # inspected: the model its siblings are compared with
+    sibling = make(str)
+    if change == "annotations":  # changed once declared: equal to the sibling's now, not when inspected
+        first.__annotations__["id"] = sibling.__annotations__["id"] = int
+    else:
+        first.__signature__ = sibling.__signature__ = inspect.Signature(
+            [inspect.Parameter("id", inspect.Parameter.KEYWORD_ONLY, annotation=str, default=7)])
+    app.template("b://{id}")(sibling)
+    declared = app.router.templates["b://{id}"].sig.params["id"]
+    assert (declared.convertor.parse("5"), declared.default) == (
+        (5, inspect.Parameter.empty) if change == "annotations" else ("5", 7))
+    assert app.router.templates["a://{id}"].sig.params["id"].required  # the model's own stays as declared
+
+
+_DEFAULTS_APP = '''
+from resourcekit import App
+
+app = App("defaults")
+
+
+def make(default):
+    def item(id: str, scale: float = default) -> str:
+        return f"{id}:{scale}"
+    return item
+
+
+for i, default in enumerate([1, 1.0, True, 0.0, -0.0]):
+    app.template(f"s{i}://{{id}}{{?scale}}")(make(default))
+'''
+
+
+def test_equal_but_different_defaults_as_a_real_server_lists_them(tmp_path: Any) -> None:
+    import orjson
+
+    from tests.test_fastread_lines import StdioServer
+
+    with StdioServer(tmp_path, _DEFAULTS_APP) as server:
+        server.send(b'{"jsonrpc": "2.0", "id": 1, "method": "resources/templates/list"}')
+        listed = server.answer()["result"]["resourceTemplates"]
+    shown = [orjson.dumps(t["_meta"]["io.resourcekit/variables"]["scale"]["default"]) for t in listed]
+    assert shown == [b"1", b"1.0", b"true", b"0.0", b"-0.0"]
+
+
+def test_the_signature_cache_forgets_code_declared_and_removed_at_run_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    from resourcekit import signature
+
+    monkeypatch.setattr(signature, "_MAX_ENTRIES", 8, raising=False)
+    app = App("t")
+    for i in range(40):  # a snippet compiled, declared and removed again: a new code object each time
+        ns: dict[str, Any] = {}
+        exec(compile(f"def h(id: str, page: int = {i}) -> str:\n    return id + '{i}'\n", "<snippet>", "exec"), ns)
+        app.add_template(ns["h"], "snip://{id}{?page}")
+        assert app.router.templates["snip://{id}{?page}"].sig.params["page"].default == i
+        app.remove("snip://{id}{?page}")
+    assert len(app._signatures._entries) <= 8
+
+
+_WRAPPED_APP = '''
+from __future__ import annotations
+
+import dataclasses
+
+from resourcekit import App
+from wrapping import cached
+
+app = App("wrapped")
+
+
+@dataclasses.dataclass
+class Report:
+    pages: int
+
+
+@app.resource("report://today")
+@cached
+def today() -> Report:
+    return Report(3)
+'''
+
+
+def test_a_wrapped_string_annotation_is_resolved_where_the_wrapped_function_lives(tmp_path: Any) -> None:
+    # the wrapper's own module has no Report: get_type_hints looks in the wrapped function's globals
+    from tests.test_fastread_lines import StdioServer
+
+    (tmp_path / "wrapping.py").write_text(
+        "import functools\n\n\ndef cached(fn):\n    @functools.wraps(fn)\n"
+        "    def wrapper():\n        return fn()\n    return wrapper\n")
+    with StdioServer(tmp_path, _WRAPPED_APP) as server:
+        server.send(b'{"jsonrpc": "2.0", "id": 1, "method": "resources/list"}')
+        listed = server.answer()["result"]["resources"]
+    assert listed == [{"name": "today", "uri": "report://today", "mimeType": "application/json"}]
+
+
+async def test_closures_whose_literals_differ_in_order_list_their_own_choices() -> None:
+    # Literal["a", "b"] == Literal["b", "a"], yet a form offers the choices in their declared order
+    from resourcekit.signature import inspect_handler
+
+    ns: dict[str, Any] = {}
+    exec(compile("from typing import Literal, Optional\n"
+                 "def make_sorted(*choices):\n"
+                 "    def item(by: Literal[choices], then: Optional[Literal[choices]] = None) -> str:\n"
+                 "        return by\n"
+                 "    return item\n", "<factory>", "exec", dont_inherit=True), ns)
+    orders = [("name", "size"), ("size", "name"), ("name", "size")]
+    app = App("t")
+    for i, choices in enumerate(orders):
+        app.template(f"o{i}://{{by}}{{?then}}")(ns["make_sorted"](*choices))
+    async with Client(app) as client:
+        listed = (await client.request("resources/templates/list", {}))["resourceTemplates"]
+    variables = [t["_meta"]["io.resourcekit/variables"] for t in listed]
+    assert [tuple(v["by"]["enum"]) for v in variables] == orders
+    # (typing's own cache makes Optional[Literal["size", "name"]] the Optional[Literal["name", "size"]]
+    # made first: what inspecting each closure gives)
+    inspected = [inspect_handler(ns["make_sorted"](*choices)).params["then"].convertor.choices for choices in orders]
+    assert [tuple(v["then"]["enum"]) for v in variables] == inspected
