@@ -144,7 +144,8 @@ def decorator_without_uri(kind: str, given: object) -> DefinitionError:
 
 
 def bad_resource_uri(uri: object) -> DefinitionError:
-    """What is wrong with a resource URI that is not a non-empty ``scheme:...`` string without braces."""
+    """What is wrong with a resource URI that is not a non-empty ``scheme:...`` string without braces,
+    spaces or control characters."""
     if not isinstance(uri, str) or not uri:
         return DefinitionError(f"resource URI must be a non-empty string, not {uri!r}")
     if "{" in uri or "}" in uri:
@@ -152,8 +153,13 @@ def bad_resource_uri(uri: object) -> DefinitionError:
     scheme, colon, rest = uri.partition(":")
     if not colon:
         return DefinitionError(f"resource URI {uri!r} has no scheme (e.g. 'notes://{uri}')")
-    return DefinitionError(f"resource URI {uri!r} must start with its scheme, a letter then letters, digits, "
-                           f"'+', '-' or '.' (e.g. 'notes://{rest.lstrip('/')}'), not {scheme!r}")
+    odd = next((char for char in uri if char == " " or not char.isprintable()), None)
+    if odd is None or not ("a" <= uri < "{" or "A" <= uri < "["):
+        return DefinitionError(f"resource URI {uri!r} must start with its scheme, a letter then letters, digits, "
+                               f"'+', '-' or '.' (e.g. 'notes://{rest.lstrip('/')}'), not {scheme!r}")
+    encoded = f"%{ord(odd):02X}" if ord(odd) < 0x80 else "its UTF-8 bytes, each as %XX"
+    return DefinitionError(f"resource URI {uri!r} has {odd!r} at {uri.index(odd)}: a URI has no spaces or "
+                           f"control characters (percent-encode it: {encoded})")
 
 
 # --- wire errors ---------------------------------------------------------------

@@ -174,9 +174,11 @@ class Registry:
     def _add_resource(self, fn: Callable[..., Any], uri: str, options: ResourceOptions) -> Handler:
         # the options arrive as the dict the caller's keywords made: declaring 100,000
         # resources is a hot path, taken in as few calls as the checks allow
-        # a str (its callers checked) that starts with a letter (its scheme's first), with a ":" and
-        # no template braces; compared as strings, not with a call: declaring 100,000 is a hot path
-        if not ("a" <= uri < "{" or "A" <= uri < "[") or "{" in uri or "}" in uri or ":" not in uri:
+        # a str (its callers checked) that starts with a letter (its scheme's first), with a ":", no
+        # template braces, no space or control character; as few calls as that takes: declaring
+        # 100,000 is a hot path
+        if (not ("a" <= uri < "{" or "A" <= uri < "[") or "{" in uri or "}" in uri or ":" not in uri
+                or " " in uri or not uri.isprintable()):
             raise bad_resource_uri(uri)
         sig = self._signatures.signature(fn)
         if sig.params:

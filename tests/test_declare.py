@@ -238,6 +238,12 @@ def test_definition_errors_name_the_culprit():
                      ("_n://x", "not '_n'"), ("no-colon", "has no scheme"), ("", "non-empty")]:
         with pytest.raises(DefinitionError, match=why):
             app.resource(uri)(lambda: "")
+    for uri, why in [("notes://my note", r"' ' at 10: .* %20"), ("notes://a\tb", r"'\\t' at 9: .* %09"),
+                     ("notes://a\nb", "%0A"), ("notes://a\x7fb", "%7F"), ("notes://a\u2028b", "UTF-8 bytes")]:
+        with pytest.raises(DefinitionError, match=why):  # a client percent-encodes it and finds nothing
+            app.resource(uri)(lambda: "")
+        assert uri not in app.router.exact
+    app.resource("notes://café/ünïcode")(lambda: "")  # printable non-ASCII (an IRI) stays allowed
     assert "z://x" not in app.router.exact
     app.resource("z://x")(lambda: "")
     app.resource("Z+b-c.d:x")(lambda: "")
