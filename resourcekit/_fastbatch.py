@@ -4,8 +4,6 @@ writes their replies itself, and the one timer per connection that looks after u
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -14,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from orjson import dumps
 
 from . import telemetry
-from ._runner import QUIET, STALL
+from ._runner import QUIET, STALL, BatchJob
 from ._shortread import READ
 from .contents import TEXT_MIME
 from .errors import LimitExceeded, ResourceNotFound
@@ -24,9 +22,7 @@ if TYPE_CHECKING:
     from ._fastread import FastRead
     from .protocol import Connection
 
-__all__ = ["BIG_KEY", "BatchWatch", "ReadBatch", "SendBytes", "failed"]
-
-log = logging.getLogger("resourcekit")
+__all__ = ["BIG_KEY", "BatchWatch", "ReadBatch", "SendBytes"]
 
 SendBytes = Callable[[bytes], None]
 # a handler whose replies are this big (bytes) gets a job per read, not a place in a batch:
@@ -35,7 +31,7 @@ _BIG = 1 << 16
 BIG_KEY = "big_reads"
 
 
-class ReadBatch:
+class ReadBatch(BatchJob):
     """Fast reads for the workers, as one job: those of one loop iteration (one block of input),
     or one read of a handler whose replies are big.
 
@@ -43,13 +39,13 @@ class ReadBatch:
     is not woken for them (only a failure goes back to it, to be answered as on the general
     path).  A read that blocks must not hold up the others: until all are answered, every
     ``STALL`` seconds or so (``BatchWatch``) the loop writes the replies made so far, and
-    while reads are left and none was taken meanwhile, queues the batch again, so that
-    another worker (started if none is idle) goes on with it.
+    while reads are left and none was taken meanwhile, queues the batch again (``requeue``).
     """
 
-    __slots__ = ("answered", "conn", "items", "jobs", "lock", "replies", "runs", "send_bytes", "size")
+    __slots__ = ("answered", "conn", "items", "lock", "replies", "send_bytes", "size")
 
     def __init__(self, conn: Connection, send_bytes: SendBytes) -> None:
+        super().__init__()
         self.conn = conn
         self.send_bytes = send_bytes
         self.items: deque[FastRead] = deque()  # reads no worker took yet
@@ -58,8 +54,6 @@ class ReadBatch:
         self.lock = threading.Lock()  # answering: in the worker, or in the loop's check
         self.size = 0
         self.answered = 0
-        self.jobs = 0  # of this batch submitted (by the loop), and started by a worker (one item each:
-        self.runs: list[None] = []  # appends are atomic): one still waits in the queue while fewer started
 
     def submit(self) -> None:
         """On the loop, once the block of input was read: hand the batch to the workers."""
@@ -73,13 +67,12 @@ class ReadBatch:
         if not self.size:  # the reads of this iteration all went the general way
             return
         try:
-            conn.server.runner.submit(self.run, failed)
+            self.queue(conn.server.runner)
         except LimitExceeded as exc:  # too many jobs waiting: each read says so
             for req in self.items:
                 req.finish(False, exc)
             self.items.clear()
             return
-        self.jobs = 1
         if self.size > 1:
             watch = conn.fast_watch
             if watch is None:
@@ -89,7 +82,7 @@ class ReadBatch:
     def run(self) -> Any:
         """In a worker (maybe in several at once): make the replies, then write them."""
         items, replies, conn = self.items, self.replies, self.conn
-        self.runs.append(None)
+        self.runs.append(None)  # started (BatchJob)
         # read_reply of a short text, its most frequent case, at once (text_reply, inlined)
         tails, seen, seen_max, tracker, exact = TAILS, conn.seen, conn.seen_max, conn.app.tracker, conn.app.router.exact
         observe, versions, instance_versions = tracker.observe, tracker.versions, tracker.instance_versions
@@ -172,13 +165,8 @@ class ReadBatch:
         self.answer()
         if self.answered >= self.size or self.conn.closed:
             return False
-        # none taken meanwhile: stuck behind a slow read (queued again, so that another worker goes
-        # on), unless a job of it still waits for a worker (another would only wait behind it, and
-        # a queue filled by looks would refuse other requests for max_queued_jobs)
-        if self.items and len(self.items) == left and len(self.runs) == self.jobs:
-            with contextlib.suppress(LimitExceeded):  # too many jobs waiting: look again later
-                self.conn.server.runner.submit(self.run, failed)
-                self.jobs += 1
+        if self.items and len(self.items) == left:  # none taken meanwhile: stuck behind a slow read
+            self.requeue(self.conn.server.runner)
         return True
 
 
@@ -217,9 +205,3 @@ class BatchWatch:
         else:
             self.ticking = False
             self.batches = []
-
-
-def failed(ok: bool, value: Any) -> None:
-    """A batch job's own outcome, were it ever delivered: it answers its reads itself."""
-    if not ok:
-        log.error("a batch of reads failed", exc_info=value)

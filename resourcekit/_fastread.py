@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from . import telemetry
-from ._fastbatch import BIG_KEY, ReadBatch, failed
+from ._fastbatch import BIG_KEY, ReadBatch
 from ._shortread import READ, ShortRead
 from .eras import error_response
 from .errors import LimitExceeded, ParseError
@@ -153,7 +153,7 @@ def read_lines(conn: Connection, lines: Iterable[bytes | str]) -> None:
             single.size = 1
             inflight[rid] = req  # before the job: its worker pops it when it answers
             try:
-                conn.server.runner.submit(single.run, failed)
+                single.queue(conn.server.runner)
             except LimitExceeded:  # too many jobs waiting: the general path says so
                 del inflight[rid]
                 if dropped:

@@ -12,11 +12,15 @@ idle now and none took a job meanwhile (every worker is stuck in a slow job): a 
 job never queues behind a slow one while a thread could be had, and a burst of fast
 jobs, merely waiting for the GIL, does not wake 32 threads to fight over it.  At most ``max_queued`` jobs
 wait; beyond that ``submit`` refuses.
+
+A ``BatchJob`` is a job several workers may run at once (a batch of reads), queued again while
+it has work left and a worker is stuck in it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import queue
@@ -27,7 +31,7 @@ from typing import Any
 
 from .errors import LimitExceeded
 
-__all__ = ["QUIET", "ThreadRunner"]
+__all__ = ["QUIET", "BatchJob", "ThreadRunner"]
 
 log = logging.getLogger("resourcekit")
 
@@ -174,3 +178,45 @@ class ThreadRunner:
             threads = list(self._threads)
         for _ in threads:
             self._jobs.put(None)
+
+
+class BatchJob:
+    """A job that several workers may run at once, each taking the next part of its work (a
+    batch of reads): ``queue`` hands it to the workers, ``requeue`` again when it has work left
+    and no worker took any of it since the last look (one is stuck in a slow part), so that
+    another worker (started if none is idle) goes on with it.
+
+    It is queued again only once every job queued for it started: one still waiting in the
+    queue goes on with it when a worker comes (another would only wait behind it), and a queue
+    filled by looks would refuse other requests (``max_queued_jobs``).  A subclass's ``run``
+    begins with ``self.runs.append(None)`` (inline, not a call: a batch of reads is the hot
+    path), sees to its outcomes itself and returns ``QUIET``.
+    """
+
+    __slots__ = ("jobs", "runs")
+
+    def __init__(self) -> None:
+        self.jobs = 0  # queued (by the loop), and started by a worker (one item each:
+        self.runs: list[None] = []  # appends are atomic): one still waits in the queue while fewer started
+
+    def run(self) -> Any:
+        raise NotImplementedError
+
+    def queue(self, runner: ThreadRunner) -> None:
+        """On the loop: hand the job to ``runner``'s workers; LimitExceeded: too many jobs wait."""
+        runner.submit(self.run, _unexpected)
+        self.jobs += 1
+
+    def requeue(self, runner: ThreadRunner) -> None:
+        """On the loop, when no worker took any of the work left since the last look: queue the
+        job again, unless a job of it still waits for a worker, or too many jobs wait (the next
+        look tries again)."""
+        if len(self.runs) == self.jobs:
+            with contextlib.suppress(LimitExceeded):
+                self.queue(runner)
+
+
+def _unexpected(ok: bool, value: Any) -> None:
+    """A batch job's own outcome, were it ever delivered: it answers its parts itself."""
+    if not ok:
+        log.error("a batch of reads failed", exc_info=value)

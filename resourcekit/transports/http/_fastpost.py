@@ -19,14 +19,12 @@ general path answers it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
 import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from ... import telemetry
-from ..._runner import QUIET, STALL
+from ..._runner import QUIET, STALL, BatchJob
 from ..._shortread import ShortRead
 from ...contents import TEXT_MIME
 from ...errors import LimitExceeded, ResourceNotFound
@@ -41,8 +39,6 @@ if TYPE_CHECKING:
     from ...protocol import Connection
 
 __all__ = ["HttpRead", "Reads", "answered", "read_http"]
-
-log = logging.getLogger("resourcekit")
 
 _now = time.perf_counter
 _bare = object.__new__
@@ -135,7 +131,7 @@ class Reads:
         self.batch = None
         size = len(batch.items)  # before a worker takes any
         try:
-            batch.runner.submit(batch.run, _failed)
+            batch.queue(batch.runner)
         except LimitExceeded as exc:  # too many jobs waiting: each read says so
             for req in batch.items:
                 req.finish(False, exc)
@@ -153,12 +149,8 @@ class Reads:
         for batch in self.out:
             # reads left that someone waits for (once the server closed, every one was cancelled)
             if any(not req.cancelled for req in list(batch.items)):
-                # none taken meanwhile: stuck behind a slow read (queued again, so that another worker
-                # goes on), or queued (a job of it still waits for a worker: another would wait behind it)
-                if batch.taken == batch.seen and len(batch.runs) == batch.jobs:
-                    with contextlib.suppress(LimitExceeded):  # too many jobs waiting: look again later
-                        batch.runner.submit(batch.run, _failed)
-                        batch.jobs += 1
+                if batch.taken == batch.seen:  # none taken meanwhile: stuck behind a slow read
+                    batch.requeue(batch.runner)
                 batch.seen = batch.taken
                 out.append(batch)
         self.out = out
@@ -168,27 +160,26 @@ class Reads:
             self.checking = False
 
 
-class _Batch:
+class _Batch(BatchJob):
     """Reads for the workers, as one job that may run in several workers at once; their
     outcomes go back to the loop together (``flush``), as they come."""
 
-    __slots__ = ("flushing", "items", "jobs", "results", "runner", "runs", "seen", "taken")
+    __slots__ = ("flushing", "items", "results", "runner", "seen", "taken")
 
     def __init__(self, runner: ThreadRunner) -> None:
+        super().__init__()
         self.runner = runner
         self.items: deque[HttpRead] = deque()  # reads no worker took yet
         self.results: deque[tuple[HttpRead, bool, Any]] = deque()  # outcomes the loop has not seen
         self.flushing = False  # a flush is on its way to the loop
         self.taken = 0  # by any worker: a hint of progress
         self.seen = -1  # ``taken`` when the loop last looked
-        self.jobs = 1  # of this batch submitted (by the loop), and started by a worker (one item each:
-        self.runs: list[None] = []  # appends are atomic): one is queued while fewer started
 
     def run(self) -> Any:
         """In a worker: each read in turn, its outcome handed to the loop as it ends (one wake-up
         for the outcomes that come while the loop is busy)."""
         items, results = self.items, self.results
-        self.runs.append(None)
+        self.runs.append(None)  # started (BatchJob)
         while True:
             try:
                 req = items.popleft()
@@ -217,12 +208,6 @@ class _Batch:
                         waiter.set_result(value)
             else:
                 req.finish(ok, value)
-
-
-def _failed(ok: bool, value: Any) -> None:
-    """A batch job's own outcome, were it ever delivered: it delivers its reads' itself."""
-    if not ok:
-        log.error("a batch of reads failed", exc_info=value)
 
 
 def read_http(conn: Connection, msg: dict[str, Any], params: dict[str, Any], reads: Reads) -> HttpRead | None:
