@@ -45,7 +45,7 @@ class ReadBatch(BatchJob):
     __slots__ = ("answered", "conn", "items", "lock", "replies", "send_bytes", "size")
 
     def __init__(self, conn: Connection, send_bytes: SendBytes) -> None:
-        super().__init__()
+        BatchJob.__init__(self)  # not super(): a third of the cost, per batch
         self.conn = conn
         self.send_bytes = send_bytes
         self.items: deque[FastRead] = deque()  # reads no worker took yet

@@ -167,7 +167,7 @@ class _Batch(BatchJob):
     __slots__ = ("flushing", "items", "results", "runner", "seen", "taken")
 
     def __init__(self, runner: ThreadRunner) -> None:
-        super().__init__()
+        BatchJob.__init__(self)  # not super(): a third of the cost, per batch
         self.runner = runner
         self.items: deque[HttpRead] = deque()  # reads no worker took yet
         self.results: deque[tuple[HttpRead, bool, Any]] = deque()  # outcomes the loop has not seen
