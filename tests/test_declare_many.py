@@ -432,3 +432,52 @@ async def test_closures_whose_literals_differ_in_order_list_their_own_choices() 
     # made first: what inspecting each closure gives)
     inspected = [inspect_handler(ns["make_sorted"](*choices)).params["then"].convertor.choices for choices in orders]
     assert [tuple(v["then"]["enum"]) for v in variables] == inspected
+
+
+async def test_a_default_equal_to_the_first_closures_string_but_of_another_type_is_its_own() -> None:
+    # a str enum's member == its value, so the first closure's ("red",) == (Color.RED,): the second
+    # closure's handler gets Color.RED when the query leaves it out, as inspecting it alone says
+    import enum
+
+    from resourcekit.signature import inspect_handler
+
+    class Color(str, enum.Enum):
+        RED = "red"
+
+    ns: dict[str, Any] = {}
+    exec(compile("def make_colored(default):\n"
+                 "    def item(id: str, color: str = default) -> str:\n"
+                 "        return type(color).__name__\n"
+                 "    return item\n", "<factory>", "exec", dont_inherit=True), ns)
+    defaults: list[Any] = ["red", Color.RED, "red", b"red", bytearray(b"red")]
+    app = App("t")
+    for i, default in enumerate(defaults):
+        app.template(f"c{i}://{{id}}{{?color}}")(ns["make_colored"](default))
+    for i, default in enumerate(defaults):
+        got = app.router.templates[f"c{i}://{{id}}{{?color}}"].sig.params["color"].default
+        alone = inspect_handler(ns["make_colored"](default)).params["color"].default
+        assert (type(got), got) == (type(alone), alone) == (type(default), default)
+    async with Client(app) as client:
+        read = (await client.request("resources/read", {"uri": "c1://x"}))["contents"][0]["text"]
+    assert read == "Color"
+
+
+def test_a_return_annotation_naming_a_class_defined_later_is_resolved_once_it_is() -> None:
+    # the first closure is declared before its module defines Item: its mimeType is unknown then,
+    # and the closures declared after Item exists are JSON, as inspecting each alone says
+    from resourcekit.signature import inspect_handler
+
+    for source in ("from __future__ import annotations\ndef make_item(i):\n"
+                   "    def item() -> Item:\n        return {}\n    return item\n",
+                   "def make_item(i):\n    def item(id: str) -> 'Item':\n        return {}\n    return item\n"):
+        ns: dict[str, Any] = {}
+        exec(compile(source, "<module>", "exec", dont_inherit=True), ns)
+        app = App("t")
+        app.add_resource(ns["make_item"](0), "a://0") if "future" in source else app.add_template(
+            ns["make_item"](0), "a://0/{id}")
+        exec("class Item(dict):\n    pass\n", ns)
+        for i in (1, 2):
+            fn = ns["make_item"](i)
+            handler = app.add_resource(fn, f"a://{i}") if "future" in source else app.add_template(
+                fn, f"a://{i}/{{id}}")
+            assert handler.sig.mime_type == inspect_handler(fn).mime_type == "application/json"
