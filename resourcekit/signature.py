@@ -232,7 +232,7 @@ class SignatureCache:
         except Exception:  # a default whose == raises or is not a bool (an array): inspect
             same = False
         if same and entry[4]:
-            for i in entry[4]:  # equal; the tuples and dicts must hold the very same objects
+            for i in entry[4]:  # equal; the tuples and dicts must hold the same objects, or alike ones
                 if known[i] is not facts[i] and not _same_items(known[i], facts[i]):
                     same = False
                     break
@@ -250,16 +250,14 @@ class SignatureCache:
             if at >= 0:
                 facts[at] = None  # the cache keeps no function's cells (nor what they hold) alive
         shared = (fn.__globals__, getattr(fn, "__builtins__", None))  # compared by identity
-        containers = []  # the places of tuples and dicts holding what == may find equal to another
+        containers = []  # the places of tuples and dicts whose equal items may read otherwise
+        defaults = fn.__defaults__
         for i, fact in enumerate(facts):
-            if type(fact) is tuple:
-                items: Any = fact
+            if type(fact) is tuple:  # defaults, or annotations as declared (the cells are None now)
+                if fact is defaults or not all(type(item) in _STRICT for item in fact):
+                    containers.append(i)  # an annotation that == a string reads as that string
             elif type(fact) is dict and fact is not shared[0] and fact is not shared[1]:
                 facts[i] = dict(fact)  # __dict__, kwdefaults, annotations as inspected, not as changed later
-                items = fact.values()
-            else:
-                continue
-            if not all(type(item) in _STRICT for item in items):
                 containers.append(i)
         sig = inspect_handler(fn)
         code = fn.__code__
@@ -271,10 +269,18 @@ class SignatureCache:
 
 
 def _same_items(known: Any, fact: Any) -> bool:
-    """Whether two equal tuples or dicts hold the very same objects."""
+    """Whether two equal tuples or dicts hold the very same objects, or equal ones of one type
+    whose equal values read the same (``"red"`` and ``"red"``, not ``"red"`` and a str enum's)."""
     if type(fact) is tuple:
-        return all(map(_is, known, fact))
-    return all(map(_is, known.values(), fact.values()))  # or in another order: inspected
+        return all(map(_is, known, fact)) or all(map(_alike, known, fact))
+    if not all(map(_is, known, fact)):  # the keys, in one order: values paired key by key
+        return False
+    return all(map(_is, known.values(), fact.values())) or all(map(_alike, known.values(), fact.values()))
+
+
+def _alike(known: Any, fact: Any) -> bool:
+    """Two equal items: the same one, or of one type in ``_STRICT``."""
+    return known is fact or (type(known) is type(fact) and type(fact) in _STRICT)
 
 
 # code, a function's referents (its cells' place None), that place or -1, its Signature,
