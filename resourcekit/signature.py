@@ -123,8 +123,8 @@ def _fast_signature(fn: types.FunctionType) -> Signature | None:
         else:
             try:
                 annotation = eval(annotation, names)  # what get_type_hints does for one name
-            except Exception:
-                annotation = _EMPTY
+            except Exception:  # unresolved (a class the module defines later?): the general path says so
+                return None
     try:
         mime = _RETURN_MIME[annotation]
     except KeyError:
@@ -147,15 +147,22 @@ def _fast_signature(fn: types.FunctionType) -> Signature | None:
 
 def inspect_handler(fn: Callable[..., Any]) -> Signature:
     """Introspect ``fn`` once. Raises UnsupportedParameterType for unconvertible params."""
+    return _inspect(fn)[0]
+
+
+def _inspect(fn: Callable[..., Any]) -> tuple[Signature, bool]:
+    """``fn``'s Signature, and whether its annotations resolved (else they may once the names exist)."""
     if type(fn) is types.FunctionType:
         fast = _fast_signature(fn)
         if fast is not None:
-            return fast
+            return fast, True
     name = getattr(fn, "__name__", type(fn).__name__)
+    resolved = True
     try:
         hints = get_type_hints(fn, include_extras=True)
     except Exception:  # unresolvable forward references: fall back to raw annotations
         hints = {}
+        resolved = False
     sig = inspect.signature(fn)
     params: dict[str, Param] = {}
     context_param = None
@@ -180,7 +187,7 @@ def inspect_handler(fn: Callable[..., Any]) -> Signature:
         context_param=context_param,
         is_async=_is_coroutine_function(fn),
         mime_type=mime_for_return(hints.get("return", sig.return_annotation)),
-    )
+    ), resolved
 
 
 class SignatureCache:
@@ -259,7 +266,9 @@ class SignatureCache:
             elif type(fact) is dict and fact is not shared[0] and fact is not shared[1]:
                 facts[i] = dict(fact)  # __dict__, kwdefaults, annotations as inspected, not as changed later
                 containers.append(i)
-        sig = inspect_handler(fn)
+        sig, resolved = _inspect(fn)
+        if not resolved:  # no model: a sibling declared once the names exist resolves them
+            return sig
         code = fn.__code__
         entries = self._entries
         if len(entries) >= _MAX_ENTRIES and code not in entries:  # code compiled at run time, declared

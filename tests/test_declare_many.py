@@ -475,7 +475,7 @@ def test_a_return_annotation_naming_a_class_defined_later_is_resolved_once_it_is
         app = App("t")
         app.add_resource(ns["make_item"](0), "a://0") if "future" in source else app.add_template(
             ns["make_item"](0), "a://0/{id}")
-        exec("class Item(dict):\n    pass\n", ns)
+        exec("import dataclasses\n@dataclasses.dataclass\nclass Item:\n    x: int = 0\n", ns)
         for i in (1, 2):
             fn = ns["make_item"](i)
             handler = app.add_resource(fn, f"a://{i}") if "future" in source else app.add_template(
