@@ -481,3 +481,46 @@ def test_a_return_annotation_naming_a_class_defined_later_is_resolved_once_it_is
             handler = app.add_resource(fn, f"a://{i}") if "future" in source else app.add_template(
                 fn, f"a://{i}/{{id}}")
             assert handler.sig.mime_type == inspect_handler(fn).mime_type == "application/json"
+
+
+def test_the_signature_cache_keeps_no_wrapped_closure_alive() -> None:
+    # functools.wraps puts the wrapped closure in the wrapper's __dict__, a default may be one:
+    # neither (nor what its cells hold) outlives the declarations through the cache
+    import weakref
+
+    from resourcekit.signature import SignatureCache
+
+    class Held:
+        pass
+
+    def cached(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def wrapper() -> str:
+            return str(fn())
+
+        return wrapper
+
+    def make(value: Held) -> Any:
+        @cached
+        def item() -> str:
+            return repr(value)
+
+        return item
+
+    def make_defaulted(value: Held) -> Any:
+        def render() -> str:
+            return repr(value)
+
+        def item(id: str, render: Any = render) -> str:
+            return str(render())
+
+        return item
+
+    cache = SignatureCache()
+    held = [Held() for _ in range(4)]
+    refs = [weakref.ref(h) for h in held]
+    for maker, value in zip((make, make, make_defaulted, make_defaulted), held):
+        cache.signature(maker(value))
+    del held, value
+    gc.collect()
+    assert [ref() for ref in refs] == [None] * 4
