@@ -259,16 +259,22 @@ class SignatureCache:
         shared = (fn.__globals__, getattr(fn, "__builtins__", None))  # compared by identity
         containers = []  # the places of tuples and dicts whose equal items may read otherwise
         defaults = fn.__defaults__
+        holds_cells = False
         for i, fact in enumerate(facts):
             if type(fact) is tuple:  # defaults, or annotations as declared (the cells are None now)
+                items: Any = fact
                 if fact is defaults or not all(type(item) in _STRICT for item in fact):
                     containers.append(i)  # an annotation that == a string reads as that string
             elif type(fact) is dict and fact is not shared[0] and fact is not shared[1]:
                 facts[i] = dict(fact)  # __dict__, kwdefaults, annotations as inspected, not as changed later
                 containers.append(i)
+                items = fact.values()
+            else:
+                continue
+            holds_cells = holds_cells or any(type(item) is _CACHED and item.__closure__ for item in items)
         sig, resolved = _inspect(fn)
-        if not resolved:  # no model: a sibling declared once the names exist resolves them
-            return sig
+        if not resolved or holds_cells:  # no model: a sibling declared once the names exist resolves
+            return sig  # them; a closure wrapped (functools.wraps) or a default: kept alive, never the same
         code = fn.__code__
         entries = self._entries
         if len(entries) >= _MAX_ENTRIES and code not in entries:  # code compiled at run time, declared

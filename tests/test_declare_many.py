@@ -519,7 +519,7 @@ def test_the_signature_cache_keeps_no_wrapped_closure_alive() -> None:
     cache = SignatureCache()
     held = [Held() for _ in range(4)]
     refs = [weakref.ref(h) for h in held]
-    for maker, value in zip((make, make, make_defaulted, make_defaulted), held):
+    for maker, value in zip((make, make, make_defaulted, make_defaulted), held, strict=True):
         cache.signature(maker(value))
     del held, value
     gc.collect()
