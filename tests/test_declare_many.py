@@ -524,3 +524,26 @@ def test_the_signature_cache_keeps_no_wrapped_closure_alive() -> None:
     del held, value
     gc.collect()
     assert [ref() for ref in refs] == [None] * 4
+
+
+def test_one_def_in_a_module_loop_resolves_its_string_annotations_as_each_declaration_does() -> None:
+    # with postponed annotations the loop's variables are globals rebound between declarations of
+    # one code object: each declaration reads what the names are then, as inspecting it alone does
+    from resourcekit.signature import inspect_handler
+
+    ns: dict[str, Any] = {"inspect_handler": inspect_handler}
+    exec(compile("from __future__ import annotations\n"
+                 "import typing\n"
+                 "from resourcekit import App\n"
+                 "app = App('t')\n"
+                 "alone = []\n"
+                 "for kind, Payload, Key in (('a', str, int), ('b', bytes, str), ('c', dict, int), ('d', dict, int)):\n"
+                 "    @app.template(kind + '://{id}')\n"
+                 "    def read(id: typing.Optional[Key]) -> Payload:\n"
+                 "        return 'x'\n"
+                 "    alone.append(inspect_handler(read))\n", "<module>", "exec", dont_inherit=True), ns)
+    sigs = [ns["app"].router.templates[f"{kind}://{{id}}"].sig for kind in "abcd"]
+    assert [s.mime_type for s in sigs] == [s.mime_type for s in ns["alone"]] == [
+        "text/plain", "application/octet-stream", "application/json", "application/json"]
+    assert [s.params["id"].convertor.type for s in sigs] == [
+        s.params["id"].convertor.type for s in ns["alone"]] == [int, str, int, int]
