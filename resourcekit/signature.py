@@ -243,6 +243,12 @@ class SignatureCache:
                 if known[i] is not facts[i] and not _same_items(known[i], facts[i]):
                     same = False
                     break
+            if same and entry[5]:
+                names = entry[6]
+                for name, value in entry[5]:  # the globals its string annotations name: as they were
+                    if names.get(name, _EMPTY) is not value:
+                        same = False
+                        break
         if not same:
             return self._inspected(fn, facts, at)
         self._last = entry
@@ -279,8 +285,31 @@ class SignatureCache:
         entries = self._entries
         if len(entries) >= _MAX_ENTRIES and code not in entries:  # code compiled at run time, declared
             entries.clear()  # and removed again and again: keep no Signature of every one
-        entries[code] = self._last = (code, facts, at, sig, tuple(containers))
+        read = _names_read(fn)
+        if read is None:
+            return sig
+        if read[1] and not containers:  # the names are looked at where the places are
+            containers.append(0)  # the code: the very same object
+        entries[code] = self._last = (code, facts, at, sig, tuple(containers), read[1], read[0])
         return sig
+
+
+def _names_read(fn: types.FunctionType) -> tuple[dict[str, Any], tuple[tuple[str, Any], ...]] | None:
+    """The globals ``fn``'s string annotations are resolved in, and what the names they read that
+    are no builtin's (a module's loop variable, rebound) are now; None if one does not compile."""
+    source: Any = fn
+    while hasattr(source, "__wrapped__"):  # as get_type_hints: where the wrapped function lives
+        source = source.__wrapped__
+    names: dict[str, Any] = getattr(source, "__globals__", {})
+    read = []
+    for annotation in fn.__annotations__.values():  # built by the inspection already
+        if isinstance(annotation, str):
+            try:
+                used = compile(annotation, "<annotation>", "eval").co_names
+            except Exception:
+                return None
+            read += [(name, names.get(name, _EMPTY)) for name in used if name in names or name not in _BUILTINS]
+    return names, tuple(read)
 
 
 def _same_items(known: Any, fact: Any) -> bool:
@@ -298,9 +327,9 @@ def _alike(known: Any, fact: Any) -> bool:
     return known is fact or (type(known) is type(fact) and type(fact) in _STRICT)
 
 
-# code, a function's referents (its cells' place None), that place or -1, its Signature,
-# the places of its tuples and dicts
-_Entry = tuple[types.CodeType, list[Any], int, Signature, tuple[int, ...]]
+# code, a function's referents (its cells' place None), that place or -1, its Signature, the
+# places of its tuples and dicts, the names its string annotations read and their values, in these globals
+_Entry = tuple[types.CodeType, list[Any], int, Signature, tuple[int, ...], tuple[tuple[str, Any], ...], dict[str, Any]]
 _MAX_ENTRIES = 4096  # code objects
 _is = operator.is_
 _STRICT = frozenset((str, bytes, type, type(None)))  # equal only to what reads the same (a class: itself)
