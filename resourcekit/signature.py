@@ -105,6 +105,7 @@ _CO_COROUTINE = inspect.CO_COROUTINE
 _CO_VARIADIC = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
 _RETURN_MIME: dict[Any, str | None] = {}
 _BUILTINS = vars(builtins)
+_NAMES: dict[str, tuple[str, ...]] = {}  # a string annotation -> the names it reads
 
 
 def _fast_signature(fn: types.FunctionType) -> Signature | None:
@@ -304,10 +305,15 @@ def _names_read(fn: types.FunctionType) -> tuple[dict[str, Any], tuple[tuple[str
     read = []
     for annotation in fn.__annotations__.values():  # built by the inspection already
         if isinstance(annotation, str):
-            try:
-                used = compile(annotation, "<annotation>", "eval").co_names
-            except Exception:
-                return None
+            used = _NAMES.get(annotation)
+            if used is None:
+                try:
+                    used = compile(annotation, "<annotation>", "eval").co_names
+                except Exception:
+                    return None
+                if len(_NAMES) >= 512:  # annotations made per declaration: keep the memo bounded
+                    _NAMES.clear()
+                _NAMES[annotation] = used
             read += [(name, names.get(name, _EMPTY)) for name in used if name in names or name not in _BUILTINS]
     return names, tuple(read)
 
