@@ -124,8 +124,8 @@ def _fast_signature(fn: types.FunctionType) -> Signature | None:
         else:
             try:
                 annotation = eval(annotation, names)  # what get_type_hints does for one name
-            except Exception:  # unresolved (a class the module defines later?): the general path says so
-                return None
+            except Exception:
+                annotation = _EMPTY
     try:
         mime = _RETURN_MIME[annotation]
     except KeyError:
@@ -148,22 +148,15 @@ def _fast_signature(fn: types.FunctionType) -> Signature | None:
 
 def inspect_handler(fn: Callable[..., Any]) -> Signature:
     """Introspect ``fn`` once. Raises UnsupportedParameterType for unconvertible params."""
-    return _inspect(fn)[0]
-
-
-def _inspect(fn: Callable[..., Any]) -> tuple[Signature, bool]:
-    """``fn``'s Signature, and whether its annotations resolved (else they may once the names exist)."""
     if type(fn) is types.FunctionType:
         fast = _fast_signature(fn)
         if fast is not None:
-            return fast, True
+            return fast
     name = getattr(fn, "__name__", type(fn).__name__)
-    resolved = True
     try:
         hints = get_type_hints(fn, include_extras=True)
     except Exception:  # unresolvable forward references: fall back to raw annotations
         hints = {}
-        resolved = False
     sig = inspect.signature(fn)
     params: dict[str, Param] = {}
     context_param = None
@@ -188,7 +181,7 @@ def _inspect(fn: Callable[..., Any]) -> tuple[Signature, bool]:
         context_param=context_param,
         is_async=_is_coroutine_function(fn),
         mime_type=mime_for_return(hints.get("return", sig.return_annotation)),
-    ), resolved
+    )
 
 
 class SignatureCache:
@@ -203,11 +196,14 @@ class SignatureCache:
 
     A sibling matches the function inspected for its code (its model) when every fact is
     the very same object, or a tuple or dict made per closure (defaults, annotations,
-    ``__dict__``) holding the very same objects: ``1 == 1.0 == True`` and
-    ``Literal["a", "b"] == Literal["b", "a"]``, but a form shows each as declared.  Anything
-    else is inspected, and becomes the model for its code's later functions.  The model's
-    own dicts are kept as they were when inspected; the table holds at most
-    ``_MAX_ENTRIES`` code objects, then starts over.
+    ``__dict__``) holding the very same objects, or equal ones of one type in ``_STRICT``:
+    ``1 == 1.0 == True``, ``"red" == Color.RED`` and ``Literal["a", "b"] == Literal["b", "a"]``,
+    but a form shows each as declared.  String annotations are resolved in globals that may
+    change between declarations (a module's loop variable, a class defined later): the
+    names they read must be the very same objects too.  Anything else is inspected, and
+    becomes the model for its code's later functions.  The model's own dicts are kept as
+    they were when inspected; a function holding a closure in its ``__dict__`` or defaults
+    is no model; the table holds at most ``_MAX_ENTRIES`` code objects, then starts over.
     """
 
     __slots__ = ("_entries", "_last")
@@ -279,9 +275,9 @@ class SignatureCache:
             else:
                 continue
             holds_cells = holds_cells or any(type(item) is _CACHED and item.__closure__ for item in items)
-        sig, resolved = _inspect(fn)
-        if not resolved or holds_cells:  # no model: a sibling declared once the names exist resolves
-            return sig  # them; a closure wrapped (functools.wraps) or a default: kept alive, never the same
+        sig = inspect_handler(fn)
+        if holds_cells:  # no model: a closure wrapped (functools.wraps) or a default would be kept
+            return sig  # alive, and no sibling holds the same one
         code = fn.__code__
         entries = self._entries
         if len(entries) >= _MAX_ENTRIES and code not in entries:  # code compiled at run time, declared

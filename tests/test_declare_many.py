@@ -465,7 +465,7 @@ async def test_a_default_equal_to_the_first_closures_string_but_of_another_type_
 def test_a_return_annotation_naming_a_class_defined_later_is_resolved_once_it_is() -> None:
     # the first closure is declared before its module defines Item: its mimeType is unknown then,
     # and the closures declared after Item exists are JSON, as inspecting each alone says
-    from resourcekit.signature import inspect_handler
+    from resourcekit.signature import SignatureCache, inspect_handler
 
     for source in ("from __future__ import annotations\ndef make_item(i):\n"
                    "    def item() -> Item:\n        return {}\n    return item\n",
@@ -475,6 +475,8 @@ def test_a_return_annotation_naming_a_class_defined_later_is_resolved_once_it_is
         app = App("t")
         app.add_resource(ns["make_item"](0), "a://0") if "future" in source else app.add_template(
             ns["make_item"](0), "a://0/{id}")
+        cache = SignatureCache()  # a name never defined (imported under TYPE_CHECKING): one inspection
+        assert cache.signature(ns["make_item"](7)) is cache.signature(ns["make_item"](8))
         exec("import dataclasses\n@dataclasses.dataclass\nclass Item:\n    x: int = 0\n", ns)
         for i in (1, 2):
             fn = ns["make_item"](i)
