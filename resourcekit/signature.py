@@ -276,15 +276,13 @@ class SignatureCache:
                 continue
             holds_cells = holds_cells or any(type(item) is _CACHED and item.__closure__ for item in items)
         sig = inspect_handler(fn)
-        if holds_cells:  # no model: a closure wrapped (functools.wraps) or a default would be kept
-            return sig  # alive, and no sibling holds the same one
+        read = None if holds_cells else _names_read(fn)
+        if read is None:  # no model: a closure wrapped (functools.wraps) or a default would be kept
+            return sig  # alive, and no sibling holds the same one; or an annotation does not compile
         code = fn.__code__
         entries = self._entries
         if len(entries) >= _MAX_ENTRIES and code not in entries:  # code compiled at run time, declared
             entries.clear()  # and removed again and again: keep no Signature of every one
-        read = _names_read(fn)
-        if read is None:
-            return sig
         if read[1] and not containers:  # the names are looked at where the places are
             containers.append(0)  # the code: the very same object
         entries[code] = self._last = (code, facts, at, sig, tuple(containers), read[1], read[0])
