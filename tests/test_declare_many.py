@@ -549,3 +549,34 @@ def test_one_def_in_a_module_loop_resolves_its_string_annotations_as_each_declar
         "text/plain", "application/octet-stream", "application/json", "application/json"]
     assert [s.params["id"].convertor.type for s in sigs] == [
         s.params["id"].convertor.type for s in ns["alone"]] == [int, str, int, int]
+
+
+class _Documented:
+    @staticmethod
+    def status() -> str:
+        """The service's status."""
+        return "ok"
+
+    @staticmethod
+    def item(id: str) -> str:
+        """An item."""
+        return id
+
+
+class _Undocumented(_Documented):
+    @staticmethod
+    def status() -> str:
+        return "fine"
+
+    @staticmethod
+    def item(id: str) -> str:
+        return id
+
+
+def test_a_parameterless_override_describes_itself_as_one_with_parameters_does() -> None:
+    # inspect.getdoc gives an undocumented method its base class's docstring, with parameters or not
+    app = App("t")
+    app.add_resource(_Undocumented.status, "a://status")
+    app.add_template(_Undocumented.item, "a://item/{id}")
+    assert app.router.match("a://status").handler.sig.description == "The service's status."  # type: ignore[union-attr]
+    assert app.router.templates["a://item/{id}"].sig.description == "An item."
