@@ -135,6 +135,8 @@ def _fast_signature(fn: types.FunctionType) -> Signature | None:
     except TypeError:  # an unhashable annotation
         return None
     doc = fn.__doc__
+    if doc is None and "." in fn.__qualname__ and "<locals>" not in fn.__qualname__:
+        return None  # a class's method: inspect.getdoc looks in its bases
     return Signature(
         name=fn.__name__,
         title=None,
