@@ -105,6 +105,7 @@ _CO_COROUTINE = inspect.CO_COROUTINE
 _CO_VARIADIC = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
 _RETURN_MIME: dict[Any, str | None] = {}
 _BUILTINS = vars(builtins)
+_NAMES: dict[str, tuple[str, ...]] = {}  # a string annotation -> the names it reads
 
 
 def _fast_signature(fn: types.FunctionType) -> Signature | None:
@@ -134,6 +135,8 @@ def _fast_signature(fn: types.FunctionType) -> Signature | None:
     except TypeError:  # an unhashable annotation
         return None
     doc = fn.__doc__
+    if doc is None and "." in fn.__qualname__ and "<locals>" not in fn.__qualname__:
+        return None  # a class's method: inspect.getdoc looks in its bases
     return Signature(
         name=fn.__name__,
         title=None,
@@ -195,11 +198,14 @@ class SignatureCache:
 
     A sibling matches the function inspected for its code (its model) when every fact is
     the very same object, or a tuple or dict made per closure (defaults, annotations,
-    ``__dict__``) holding the very same objects: ``1 == 1.0 == True`` and
-    ``Literal["a", "b"] == Literal["b", "a"]``, but a form shows each as declared.  Anything
-    else is inspected, and becomes the model for its code's later functions.  The model's
-    own dicts are kept as they were when inspected; the table holds at most
-    ``_MAX_ENTRIES`` code objects, then starts over.
+    ``__dict__``) holding the very same objects, or equal ones of one type in ``_STRICT``:
+    ``1 == 1.0 == True``, ``"red" == Color.RED`` and ``Literal["a", "b"] == Literal["b", "a"]``,
+    but a form shows each as declared.  String annotations are resolved in globals that may
+    change between declarations (a module's loop variable, a class defined later): the
+    names they read must be the very same objects too.  Anything else is inspected, and
+    becomes the model for its code's later functions.  The model's own dicts are kept as
+    they were when inspected; a function holding a closure in its ``__dict__`` or defaults
+    is no model; the table holds at most ``_MAX_ENTRIES`` code objects, then starts over.
     """
 
     __slots__ = ("_entries", "_last")
@@ -232,10 +238,16 @@ class SignatureCache:
         except Exception:  # a default whose == raises or is not a bool (an array): inspect
             same = False
         if same and entry[4]:
-            for i in entry[4]:  # equal; the tuples and dicts must hold the very same objects
+            for i in entry[4]:  # equal; the tuples and dicts must hold the same objects, or alike ones
                 if known[i] is not facts[i] and not _same_items(known[i], facts[i]):
                     same = False
                     break
+            if same and entry[5]:
+                names = entry[6]
+                for name, value in entry[5]:  # the globals its string annotations name: as they were
+                    if names.get(name, _EMPTY) is not value:
+                        same = False
+                        break
         if not same:
             return self._inspected(fn, facts, at)
         self._last = entry
@@ -250,36 +262,76 @@ class SignatureCache:
             if at >= 0:
                 facts[at] = None  # the cache keeps no function's cells (nor what they hold) alive
         shared = (fn.__globals__, getattr(fn, "__builtins__", None))  # compared by identity
-        containers = []  # the places of tuples and dicts holding what == may find equal to another
+        containers = []  # the places of tuples and dicts whose equal items may read otherwise
+        defaults = fn.__defaults__
+        holds_cells = False
         for i, fact in enumerate(facts):
-            if type(fact) is tuple:
+            if type(fact) is tuple:  # defaults, or annotations as declared (the cells are None now)
                 items: Any = fact
+                if fact is defaults or not all(type(item) in _STRICT for item in fact):
+                    containers.append(i)  # an annotation that == a string reads as that string
             elif type(fact) is dict and fact is not shared[0] and fact is not shared[1]:
                 facts[i] = dict(fact)  # __dict__, kwdefaults, annotations as inspected, not as changed later
+                containers.append(i)
                 items = fact.values()
             else:
                 continue
-            if not all(type(item) in _STRICT for item in items):
-                containers.append(i)
+            holds_cells = holds_cells or any(type(item) is _CACHED and item.__closure__ for item in items)
         sig = inspect_handler(fn)
+        read = None if holds_cells else _names_read(fn)
+        if read is None:  # no model: a closure wrapped (functools.wraps) or a default would be kept
+            return sig  # alive, and no sibling holds the same one; or an annotation does not compile
         code = fn.__code__
         entries = self._entries
         if len(entries) >= _MAX_ENTRIES and code not in entries:  # code compiled at run time, declared
             entries.clear()  # and removed again and again: keep no Signature of every one
-        entries[code] = self._last = (code, facts, at, sig, tuple(containers))
+        if read[1] and not containers:  # the names are looked at where the places are
+            containers.append(0)  # the code: the very same object
+        entries[code] = self._last = (code, facts, at, sig, tuple(containers), read[1], read[0])
         return sig
 
 
+def _names_read(fn: types.FunctionType) -> tuple[dict[str, Any], tuple[tuple[str, Any], ...]] | None:
+    """The globals ``fn``'s string annotations are resolved in, and what the names they read that
+    are no builtin's (a module's loop variable, rebound) are now; None if one does not compile."""
+    source: Any = fn
+    while hasattr(source, "__wrapped__"):  # as get_type_hints: where the wrapped function lives
+        source = source.__wrapped__
+    names: dict[str, Any] = getattr(source, "__globals__", {})
+    read = []
+    for annotation in fn.__annotations__.values():  # built by the inspection already
+        if isinstance(annotation, str):
+            used = _NAMES.get(annotation)
+            if used is None:
+                try:
+                    used = compile(annotation, "<annotation>", "eval").co_names
+                except Exception:
+                    return None
+                if len(_NAMES) >= 512:  # annotations made per declaration: keep the memo bounded
+                    _NAMES.clear()
+                _NAMES[annotation] = used
+            read += [(name, names.get(name, _EMPTY)) for name in used if name in names or name not in _BUILTINS]
+    return names, tuple(read)
+
+
 def _same_items(known: Any, fact: Any) -> bool:
-    """Whether two equal tuples or dicts hold the very same objects."""
+    """Whether two equal tuples or dicts hold the very same objects, or equal ones of one type
+    whose equal values read the same (``"red"`` and ``"red"``, not ``"red"`` and a str enum's)."""
     if type(fact) is tuple:
-        return all(map(_is, known, fact))
-    return all(map(_is, known.values(), fact.values()))  # or in another order: inspected
+        return all(map(_is, known, fact)) or all(map(_alike, known, fact))
+    if not all(map(_is, known, fact)):  # the keys, in one order: values paired key by key
+        return False
+    return all(map(_is, known.values(), fact.values())) or all(map(_alike, known.values(), fact.values()))
 
 
-# code, a function's referents (its cells' place None), that place or -1, its Signature,
-# the places of its tuples and dicts
-_Entry = tuple[types.CodeType, list[Any], int, Signature, tuple[int, ...]]
+def _alike(known: Any, fact: Any) -> bool:
+    """Two equal items: the same one, or of one type in ``_STRICT``."""
+    return known is fact or (type(known) is type(fact) and type(fact) in _STRICT)
+
+
+# code, a function's referents (its cells' place None), that place or -1, its Signature, the
+# places of its tuples and dicts, the names its string annotations read and their values, in these globals
+_Entry = tuple[types.CodeType, list[Any], int, Signature, tuple[int, ...], tuple[tuple[str, Any], ...], dict[str, Any]]
 _MAX_ENTRIES = 4096  # code objects
 _is = operator.is_
 _STRICT = frozenset((str, bytes, type, type(None)))  # equal only to what reads the same (a class: itself)

@@ -432,3 +432,151 @@ async def test_closures_whose_literals_differ_in_order_list_their_own_choices() 
     # made first: what inspecting each closure gives)
     inspected = [inspect_handler(ns["make_sorted"](*choices)).params["then"].convertor.choices for choices in orders]
     assert [tuple(v["then"]["enum"]) for v in variables] == inspected
+
+
+async def test_a_default_equal_to_the_first_closures_string_but_of_another_type_is_its_own() -> None:
+    # a str enum's member == its value, so the first closure's ("red",) == (Color.RED,): the second
+    # closure's handler gets Color.RED when the query leaves it out, as inspecting it alone says
+    import enum
+
+    from resourcekit.signature import inspect_handler
+
+    class Color(str, enum.Enum):
+        RED = "red"
+
+    ns: dict[str, Any] = {}
+    exec(compile("def make_colored(default):\n"
+                 "    def item(id: str, color: str = default) -> str:\n"
+                 "        return type(color).__name__\n"
+                 "    return item\n", "<factory>", "exec", dont_inherit=True), ns)
+    defaults: list[Any] = ["red", Color.RED, "red", b"red", bytearray(b"red")]
+    app = App("t")
+    for i, default in enumerate(defaults):
+        app.template(f"c{i}://{{id}}{{?color}}")(ns["make_colored"](default))
+    for i, default in enumerate(defaults):
+        got = app.router.templates[f"c{i}://{{id}}{{?color}}"].sig.params["color"].default
+        alone = inspect_handler(ns["make_colored"](default)).params["color"].default
+        assert (type(got), got) == (type(alone), alone) == (type(default), default)
+    async with Client(app) as client:
+        read = (await client.request("resources/read", {"uri": "c1://x"}))["contents"][0]["text"]
+    assert read == "Color"
+
+
+def test_a_return_annotation_naming_a_class_defined_later_is_resolved_once_it_is() -> None:
+    # the first closure is declared before its module defines Item: its mimeType is unknown then,
+    # and the closures declared after Item exists are JSON, as inspecting each alone says
+    from resourcekit.signature import SignatureCache, inspect_handler
+
+    for source in ("from __future__ import annotations\ndef make_item(i):\n"
+                   "    def item() -> Item:\n        return {}\n    return item\n",
+                   "def make_item(i):\n    def item(id: str) -> 'Item':\n        return {}\n    return item\n"):
+        ns: dict[str, Any] = {}
+        exec(compile(source, "<module>", "exec", dont_inherit=True), ns)
+        app = App("t")
+        app.add_resource(ns["make_item"](0), "a://0") if "future" in source else app.add_template(
+            ns["make_item"](0), "a://0/{id}")
+        cache = SignatureCache()  # a name never defined (imported under TYPE_CHECKING): one inspection
+        assert cache.signature(ns["make_item"](7)) is cache.signature(ns["make_item"](8))
+        exec("import dataclasses\n@dataclasses.dataclass\nclass Item:\n    x: int = 0\n", ns)
+        for i in (1, 2):
+            fn = ns["make_item"](i)
+            handler = app.add_resource(fn, f"a://{i}") if "future" in source else app.add_template(
+                fn, f"a://{i}/{{id}}")
+            assert handler.sig.mime_type == inspect_handler(fn).mime_type == "application/json"
+
+
+def test_the_signature_cache_keeps_no_wrapped_closure_alive() -> None:
+    # functools.wraps puts the wrapped closure in the wrapper's __dict__, a default may be one:
+    # neither (nor what its cells hold) outlives the declarations through the cache
+    import weakref
+
+    from resourcekit.signature import SignatureCache
+
+    class Held:
+        pass
+
+    def cached(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def wrapper() -> str:
+            return str(fn())
+
+        return wrapper
+
+    def make(value: Held) -> Any:
+        @cached
+        def item() -> str:
+            return repr(value)
+
+        return item
+
+    def make_defaulted(value: Held) -> Any:
+        def render() -> str:
+            return repr(value)
+
+        def item(id: str, render: Any = render) -> str:
+            return str(render())
+
+        return item
+
+    cache = SignatureCache()
+    held = [Held() for _ in range(4)]
+    refs = [weakref.ref(h) for h in held]
+    for maker, value in zip((make, make, make_defaulted, make_defaulted), held, strict=True):
+        cache.signature(maker(value))
+    del held, value
+    gc.collect()
+    assert [ref() for ref in refs] == [None] * 4
+
+
+def test_one_def_in_a_module_loop_resolves_its_string_annotations_as_each_declaration_does() -> None:
+    # with postponed annotations the loop's variables are globals rebound between declarations of
+    # one code object: each declaration reads what the names are then, as inspecting it alone does
+    from resourcekit.signature import inspect_handler
+
+    ns: dict[str, Any] = {"inspect_handler": inspect_handler}
+    exec(compile("from __future__ import annotations\n"
+                 "import typing\n"
+                 "from resourcekit import App\n"
+                 "app = App('t')\n"
+                 "alone = []\n"
+                 "for kind, Payload, Key in (('a', str, int), ('b', bytes, str), ('c', dict, int), ('d', dict, int)):\n"
+                 "    @app.template(kind + '://{id}')\n"
+                 "    def read(id: typing.Optional[Key]) -> Payload:\n"
+                 "        return 'x'\n"
+                 "    alone.append(inspect_handler(read))\n", "<module>", "exec", dont_inherit=True), ns)
+    sigs = [ns["app"].router.templates[f"{kind}://{{id}}"].sig for kind in "abcd"]
+    assert [s.mime_type for s in sigs] == [s.mime_type for s in ns["alone"]] == [
+        "text/plain", "application/octet-stream", "application/json", "application/json"]
+    assert [s.params["id"].convertor.type for s in sigs] == [
+        s.params["id"].convertor.type for s in ns["alone"]] == [int, str, int, int]
+
+
+class _Documented:
+    @staticmethod
+    def status() -> str:
+        """The service's status."""
+        return "ok"
+
+    @staticmethod
+    def item(id: str) -> str:
+        """An item."""
+        return id
+
+
+class _Undocumented(_Documented):
+    @staticmethod
+    def status() -> str:
+        return "fine"
+
+    @staticmethod
+    def item(id: str) -> str:
+        return id
+
+
+def test_a_parameterless_override_describes_itself_as_one_with_parameters_does() -> None:
+    # inspect.getdoc gives an undocumented method its base class's docstring, with parameters or not
+    app = App("t")
+    app.add_resource(_Undocumented.status, "a://status")
+    app.add_template(_Undocumented.item, "a://item/{id}")
+    assert app.router.match("a://status").handler.sig.description == "The service's status."  # type: ignore[union-attr]
+    assert app.router.templates["a://item/{id}"].sig.description == "An item."
