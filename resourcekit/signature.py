@@ -115,10 +115,8 @@ def _fast_signature(fn: types.FunctionType) -> Signature | None:
         return None
     annotation = fn.__annotations__.get("return", _EMPTY)
     if isinstance(annotation, str):  # resolved now, as get_type_hints would: the memo is by what it names
-        source: Any = fn
-        while hasattr(source, "__wrapped__"):  # in the globals of what a decorator wrapped, as get_type_hints
-            source = source.__wrapped__
-        names = getattr(source, "__globals__", {})
+        # in the globals of what a decorator wrapped, as get_type_hints
+        names = getattr(_wrapped(fn), "__globals__", {})
         if annotation.isidentifier() and (annotation in names or annotation in _BUILTINS):
             annotation = names[annotation] if annotation in names else _BUILTINS[annotation]
         else:
@@ -148,6 +146,18 @@ def _fast_signature(fn: types.FunctionType) -> Signature | None:
     )
 
 
+def _wrapped(fn: Any) -> Any:
+    """What ``fn`` wraps (``functools.wraps``'s ``__wrapped__``, followed to the end), or ``fn``;
+    DefinitionError if the chain loops."""
+    seen = {id(fn)}
+    while hasattr(fn, "__wrapped__"):
+        fn = fn.__wrapped__
+        if id(fn) in seen:
+            raise DefinitionError(f"{fn!r}: its __wrapped__ chain loops back to itself")
+        seen.add(id(fn))
+    return fn
+
+
 def inspect_handler(fn: Callable[..., Any]) -> Signature:
     """Introspect ``fn`` once. Raises UnsupportedParameterType for unconvertible params."""
     if type(fn) is types.FunctionType:
@@ -155,6 +165,8 @@ def inspect_handler(fn: Callable[..., Any]) -> Signature:
         if fast is not None:
             return fast
     name = getattr(fn, "__name__", type(fn).__name__)
+    if hasattr(fn, "__wrapped__"):
+        _wrapped(fn)  # a loop: get_type_hints would follow it for ever
     try:
         hints = get_type_hints(fn, include_extras=True)
     except Exception:  # unresolvable forward references: fall back to raw annotations
@@ -294,10 +306,7 @@ class SignatureCache:
 def _names_read(fn: types.FunctionType) -> tuple[dict[str, Any], tuple[tuple[str, Any], ...]] | None:
     """The globals ``fn``'s string annotations are resolved in, and what the names they read that
     are no builtin's (a module's loop variable, rebound) are now; None if one does not compile."""
-    source: Any = fn
-    while hasattr(source, "__wrapped__"):  # as get_type_hints: where the wrapped function lives
-        source = source.__wrapped__
-    names: dict[str, Any] = getattr(source, "__globals__", {})
+    names: dict[str, Any] = getattr(_wrapped(fn), "__globals__", {})  # as get_type_hints
     read = []
     for annotation in fn.__annotations__.values():  # built by the inspection already
         if isinstance(annotation, str):

@@ -580,3 +580,24 @@ def test_a_parameterless_override_describes_itself_as_one_with_parameters_does()
     app.add_template(_Undocumented.item, "a://item/{id}")
     assert app.router.match("a://status").handler.sig.description == "The service's status."  # type: ignore[union-attr]
     assert app.router.templates["a://item/{id}"].sig.description == "An item."
+
+
+@pytest.mark.parametrize("shape", ["parameterless", "template"])
+def test_a_wrapped_chain_that_loops_is_a_definition_error_not_a_hang(shape: str) -> None:
+    # typing.get_type_hints follows __wrapped__ for ever; inspect.signature raises ValueError
+    ns: dict[str, Any] = {}
+    exec(compile("from __future__ import annotations\n"
+                 "def static() -> str:\n    return 'x'\n"
+                 "def item(id: str) -> str:\n    return id\n", "<module>", "exec", dont_inherit=True), ns)
+    first = ns["static" if shape == "parameterless" else "item"]
+    other = compile("def other(): pass", "<m>", "exec")
+    other_ns: dict[str, Any] = {}
+    exec(other, other_ns)
+    first.__wrapped__, other_ns["other"].__wrapped__ = other_ns["other"], first  # first -> other -> first
+    app = App("t")
+    with pytest.raises(DefinitionError, match="__wrapped__ chain loops"):
+        if shape == "parameterless":
+            app.resource("a://x")(first)
+        else:
+            app.template("a://{id}")(first)
+    app.resource("a://ok")(lambda: "fine")  # the app goes on
