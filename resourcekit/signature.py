@@ -249,17 +249,8 @@ class SignatureCache:
             same = known == facts  # in C, and the very same objects compare without ==
         except Exception:  # a default whose == raises or is not a bool (an array): inspect
             same = False
-        if same and entry[4]:
-            for i in entry[4]:  # equal; the tuples and dicts must hold the same objects, or alike ones
-                if known[i] is not facts[i] and not _same_items(known[i], facts[i]):
-                    same = False
-                    break
-            if same and entry[5]:
-                names = entry[6]
-                for name, value in entry[5]:  # the globals its string annotations name: as they were
-                    if names.get(name, _EMPTY) is not value:
-                        same = False
-                        break
+        if same and entry[4] is not None:  # equal; and what == may find equal though it reads otherwise
+            same = _alike_closer(known, facts, entry[4])
         if not same:
             return self._inspected(fn, facts, at)
         self._last = entry
@@ -297,10 +288,23 @@ class SignatureCache:
         entries = self._entries
         if len(entries) >= _MAX_ENTRIES and code not in entries:  # code compiled at run time, declared
             entries.clear()  # and removed again and again: keep no Signature of every one
-        if read[1] and not containers:  # the names are looked at where the places are
-            containers.append(0)  # the code: the very same object
-        entries[code] = self._last = (code, facts, at, sig, tuple(containers), read[1], read[0])
+        closer = (tuple(containers), read[1], read[0]) if containers or read[1] else None
+        entries[code] = self._last = (code, facts, at, sig, closer)
         return sig
+
+
+def _alike_closer(known: list[Any], facts: list[Any], closer: _Closer) -> bool:
+    """Whether a sibling's facts, equal to its model's, are alike where == is not enough: its
+    tuples and dicts hold the same objects (or alike ones), and the globals its string
+    annotations name are the very objects they were."""
+    containers, read, names = closer
+    for i in containers:
+        if known[i] is not facts[i] and not _same_items(known[i], facts[i]):
+            return False
+    for name, value in read:  # noqa: SIM110 - no generator: this runs per declaration
+        if names.get(name, _EMPTY) is not value:
+            return False
+    return True
 
 
 def _names_read(fn: types.FunctionType) -> tuple[dict[str, Any], tuple[tuple[str, Any], ...]] | None:
@@ -338,9 +342,11 @@ def _alike(known: Any, fact: Any) -> bool:
     return known is fact or (type(known) is type(fact) and type(fact) in _STRICT)
 
 
-# code, a function's referents (its cells' place None), that place or -1, its Signature, the
-# places of its tuples and dicts, the names its string annotations read and their values, in these globals
-_Entry = tuple[types.CodeType, list[Any], int, Signature, tuple[int, ...], tuple[tuple[str, Any], ...], dict[str, Any]]
+# code, a function's referents (its cells' place None), that place or -1, its Signature, and for
+# _alike_closer (None if nothing needs it): the places of its tuples and dicts that need a closer
+# look, the names its string annotations read with their values, and the globals they are read in
+_Closer = tuple[tuple[int, ...], tuple[tuple[str, Any], ...], dict[str, Any]]
+_Entry = tuple[types.CodeType, list[Any], int, Signature, _Closer | None]
 _MAX_ENTRIES = 4096  # code objects
 _is = operator.is_
 _STRICT = frozenset((str, bytes, type, type(None)))  # equal only to what reads the same (a class: itself)
