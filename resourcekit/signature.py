@@ -141,7 +141,9 @@ def _fast_signature(fn: types.FunctionType) -> Signature | None:
         description=inspect.cleandoc(doc) if doc else None,
         params={},
         context_param=None,
-        is_async=bool(code.co_flags & _CO_COROUTINE),
+        # a sync def marked as a coroutine function (inspect.markcoroutinefunction, 3.12+) too: once
+        # per code object, as the cache inspects each model once
+        is_async=bool(code.co_flags & _CO_COROUTINE) or _is_coroutine_function(fn),
         mime_type=mime,
     )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import inspect
 import sys
 from typing import Any
 
@@ -601,3 +602,28 @@ def test_a_wrapped_chain_that_loops_is_a_definition_error_not_a_hang(shape: str)
         else:
             app.template("a://{id}")(first)
     app.resource("a://ok")(lambda: "fine")  # the app goes on
+
+
+@pytest.mark.skipif(not hasattr(inspect, "markcoroutinefunction"), reason="inspect.markcoroutinefunction is 3.12+")
+async def test_a_parameterless_def_marked_as_a_coroutine_function_is_awaited() -> None:
+    """A plain ``def`` returning an awaitable, marked with ``inspect.markcoroutinefunction`` (what
+    sync-to-async wrappers do), is served as the coroutine function it says it is, like one with
+    parameters; its unmarked siblings stay sync."""
+    app = App("marked")
+
+    def make(marked: bool) -> Any:
+        async def body() -> str:
+            return "awaited"
+
+        def static() -> Any:
+            return body() if marked else "plain"
+
+        return inspect.markcoroutinefunction(static) if marked else static
+
+    app.resource("m://plain")(make(False))
+    app.resource("m://marked")(make(True))
+    app.resource("m://plain-again")(make(False))
+    async with Client(app) as client:
+        assert await client.read_text("m://marked") == "awaited"
+        assert await client.read_text("m://plain") == "plain"
+        assert await client.read_text("m://plain-again") == "plain"
