@@ -74,12 +74,13 @@ class ThreadRunner:
         self._submitted += 1
         self._jobs.put((fn, callback))
         if len(self._threads) < self._max_workers:
-            idle = len(self._waiting)
-            if idle == 0:
+            if not self._waiting:
                 self._spawn()
-            elif queued >= idle and not self._watching:
-                # an "idle" worker may be busy already (it took a job and has not said so yet):
-                # if this job is still waiting shortly, it gets a thread of its own
+            elif not self._watching:
+                # an "idle" worker may be busy already: it took a job and has not said so yet (on
+                # 3.13 a put hands the job to a waiting worker at once, so the queue's length does
+                # not show it either): if this job still waits shortly, it gets a thread of its
+                # own.  One look per STALL at most, however many jobs come
                 self._watching = True
                 self._loop.call_later(STALL, self._unstall, self._submitted, self._taken)
 

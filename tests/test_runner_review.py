@@ -233,3 +233,33 @@ async def test_a_timed_read_cancelled_while_its_worker_answers_records_one_durat
     finally:
         conn.inflight.clear()
         server.close()
+
+
+async def test_a_job_taken_before_its_worker_says_so_still_lets_the_next_one_get_a_thread() -> None:
+    # Python 3.13's SimpleQueue hands a job to a waiting worker inside ``put``: the queue looks
+    # empty while that worker still counts as idle. Here the one worker is stuck in a slow job and
+    # still counts as idle (as if it had not said so yet) when a fast job comes: the queue is
+    # empty, one worker looks idle, and the fast job was never watched: it waited for the slow one
+    import time
+
+    from resourcekit._runner import ThreadRunner
+
+    runner = ThreadRunner(asyncio.get_running_loop(), max_workers=4)
+    release = threading.Event()
+    slow = asyncio.ensure_future(runner.call(lambda: release.wait(5)))
+    try:
+        for _ in range(200):  # the worker took the slow job
+            if runner._taken == 1 and not runner._waiting:
+                break
+            await asyncio.sleep(0.005)
+        runner._waiting.append(None)  # ... but has not said so yet
+        fast = asyncio.ensure_future(runner.call(lambda: "fast"))
+        await asyncio.sleep(0.03)
+        runner._waiting.pop()  # now it has
+        started = time.monotonic()
+        assert await asyncio.wait_for(fast, 2.0) == "fast"
+        assert time.monotonic() - started < 1.0 and len(runner._threads) == 2
+    finally:
+        release.set()
+        await slow
+        runner.close()
