@@ -564,7 +564,7 @@ class HTTPFuzz:
         async def send(message: dict[str, Any]) -> None:
             sent.append(message["type"])
 
-        with contextlib.suppress(TimeoutError):
+        with contextlib.suppress(asyncio.TimeoutError):  # not yet the builtin TimeoutError on 3.10
             await asyncio.wait_for(self.asgi({"type": "lifespan"}, receive, send), 2)
         return sent
 
