@@ -92,8 +92,8 @@ class ThreadRunner:
         if self._jobs.empty() or len(self._threads) >= self._max_workers or self._closed:
             self._watching = False  # nothing waits (jobs queued after ``job`` are watched too)
         elif not self._waiting and self._taken == taken:
-            self._watching = False
-            self._spawn()
+            self._spawn()  # for the first job waiting: those behind it (another slow one first?) are
+            self._loop.call_later(STALL, self._unstall, job, self._taken)  # looked at again
         else:  # the queue moves (or a worker is about to take it): look again later
             self._loop.call_later(STALL, self._unstall, job, self._taken)
 

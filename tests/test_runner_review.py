@@ -263,3 +263,27 @@ async def test_a_job_taken_before_its_worker_says_so_still_lets_the_next_one_get
         release.set()
         await slow
         runner.close()
+
+
+async def test_a_fast_job_behind_two_slow_ones_submitted_together_gets_a_thread() -> None:
+    # one idle worker; slow, slow, fast in one loop iteration: the stall check started one thread
+    # and stopped looking, that thread took the second slow job, and the fast one waited for a
+    # slow one to end
+    import time
+
+    from resourcekit._runner import ThreadRunner
+
+    runner = ThreadRunner(asyncio.get_running_loop(), max_workers=4)
+    await runner.call(lambda: None)  # one worker, idle
+    await asyncio.sleep(0.05)
+    release = threading.Event()
+    started = time.monotonic()
+    slow = [asyncio.ensure_future(runner.call(lambda: release.wait(5))) for _ in range(2)]
+    fast = asyncio.ensure_future(runner.call(lambda: "fast"))
+    try:
+        assert await asyncio.wait_for(fast, 2.0) == "fast"
+        assert time.monotonic() - started < 1.0 and len(runner._threads) == 3
+    finally:
+        release.set()
+        await asyncio.gather(*slow)
+        runner.close()
