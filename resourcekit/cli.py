@@ -171,7 +171,9 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="resourcekit", description="Serve and inspect MCP resources written with resourcekit."
     )
     parser.add_argument("--version", action="version", version=f"resourcekit {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    # one command's parser still names them all in its usage line (an error after the command)
+    commands = parser.add_subparsers(dest="command", required=True,
+                                     metavar=None if only is None else "{" + ",".join(_COMMANDS) + "}")
     for name, (about, add_arguments) in _COMMANDS.items():
         if only is None or name == only:
             add_arguments(commands.add_parser(name, help=about))
