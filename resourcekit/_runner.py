@@ -85,17 +85,17 @@ class ThreadRunner:
                 self._loop.call_later(STALL, self._unstall, self._submitted, self._taken)
 
     def _unstall(self, job: int, taken: int) -> None:
-        """Called STALL after job ``job`` came (``taken`` jobs then taken): spawn if every worker is stuck.
+        """Called STALL after job ``job`` came (``taken`` jobs then taken): spawn if every worker is
+        stuck, and look again while jobs wait (one behind the job a new thread takes may be stuck too).
 
         The queue itself says when the wait is over (``_taken`` is a hint: two workers may
         store their numbers out of order), so an idle server never keeps looking."""
         if self._jobs.empty() or len(self._threads) >= self._max_workers or self._closed:
             self._watching = False  # nothing waits (jobs queued after ``job`` are watched too)
-        elif not self._waiting and self._taken == taken:
-            self._spawn()  # for the first job waiting: those behind it (another slow one first?) are
-            self._loop.call_later(STALL, self._unstall, job, self._taken)  # looked at again
-        else:  # the queue moves (or a worker is about to take it): look again later
-            self._loop.call_later(STALL, self._unstall, job, self._taken)
+            return
+        if not self._waiting and self._taken == taken:  # nobody idle, nothing taken: all are stuck
+            self._spawn()
+        self._loop.call_later(STALL, self._unstall, job, self._taken)
 
     def _spawn(self) -> None:
         with self._lock:

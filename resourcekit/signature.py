@@ -101,7 +101,6 @@ def _is_coroutine_function(fn: Callable[..., Any]) -> bool:
     )
 
 
-_CO_COROUTINE = inspect.CO_COROUTINE
 _CO_VARIADIC = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
 _RETURN_MIME: dict[Any, str | None] = {}
 _BUILTINS = vars(builtins)
@@ -141,9 +140,9 @@ def _fast_signature(fn: types.FunctionType) -> Signature | None:
         description=inspect.cleandoc(doc) if doc else None,
         params={},
         context_param=None,
-        # a sync def marked as a coroutine function (inspect.markcoroutinefunction, 3.12+) too: once
-        # per code object, as the cache inspects each model once
-        is_async=bool(code.co_flags & _CO_COROUTINE) or _is_coroutine_function(fn),
+        # as the general path asks: a sync def marked with inspect.markcoroutinefunction (3.12+)
+        # is one too (once per code object: the cache inspects each model once)
+        is_async=_is_coroutine_function(fn),
         mime_type=mime,
     )
 
