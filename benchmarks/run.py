@@ -4,7 +4,8 @@ The raw limits are what one Python process can do with orjson and nothing else: 
 stdio, raw_http.py (asyncio) over HTTP, and asgi, the same replies as a bare ASGI app on uvicorn
 (raw_asgi.py, W5 only): the best any framework on uvicorn can do. The asyncio floor
 (raw_asyncio.py, W4 and W2 only) is raw_loop.py driven by an asyncio loop: no server on asyncio
-starts faster.
+starts faster. The off-loop floor (raw_asgi_thread.py, W5 only) is the bare ASGI app with each reply
+made in a worker thread: no framework that runs sync handlers off the loop serves faster.
 
 With BENCH_BASELINE_DIR set to another checkout (a directory holding a resourcekit/ package, e.g. a
 `git worktree` of an earlier commit), a fifth server, baseline, serves the same rk_app.py with that
@@ -54,9 +55,9 @@ ROOT = HERE.parent
 SERVERS_DIR = HERE / "servers"
 LOG_DIR = HERE / ".logs"
 PROTOCOL_VERSION = "2025-11-25"
-SERVER_NAMES = ("resourcekit", "baseline", "mcp", "fastmcp", "raw", "asyncio", "asgi")
+SERVER_NAMES = ("resourcekit", "baseline", "mcp", "fastmcp", "raw", "asyncio", "asgi", "asgi-thread")
 # servers with no stdio side: they run W5 only (the other workloads skip them)
-HTTP_ONLY = ("asgi",)
+HTTP_ONLY = ("asgi", "asgi-thread")
 # the floor of any server on asyncio (raw_loop.py driven by an asyncio loop): start-up only (W4, W2)
 START_ONLY = ("asyncio",)
 # resourcekit and baseline serve the same servers/rk_app.py, each with the resourcekit package of
@@ -554,7 +555,8 @@ def w4(name: str, cfg: Config, tag: str) -> dict[str, Any]:
 # when installed), spread over BENCH_W5_PROCS forked processes so that the client is not the
 # limit; all of them share one clock window: a warm-up, then the timed window.
 
-HTTP_FILES = {"mcp": "mcp_app.py", "fastmcp": "fastmcp_app.py", "raw": "raw_http.py", "asgi": "raw_asgi.py"}
+HTTP_FILES = {"mcp": "mcp_app.py", "fastmcp": "fastmcp_app.py", "raw": "raw_http.py", "asgi": "raw_asgi.py",
+              "asgi-thread": "raw_asgi_thread.py"}
 
 
 def http_server_argv(name: str, port: int) -> list[str]:
@@ -985,10 +987,10 @@ def available_servers(wanted: list[str]) -> list[str]:
             if imported is None:
                 continue
             print(f"{name}: resourcekit from {imported} ({checkout_desc(rk_checkout(name))})", file=sys.stderr)
-        if name == "asgi":
+        if name in HTTP_ONLY:
             missing = [m for m in ("uvicorn", "httptools", "uvloop") if importlib.util.find_spec(m) is None]
             if missing:
-                print(f"!! asgi skipped: it runs on uvicorn with httptools and uvloop; missing: {', '.join(missing)}",
+                print(f"!! {name} skipped: it runs on uvicorn with httptools and uvloop; missing: {', '.join(missing)}",
                       file=sys.stderr)
                 continue
         out.append(name)
@@ -1238,19 +1240,25 @@ def target_results(res: dict[str, Any], workloads: set[str] | None = None) -> li
     return out
 
 
-FLOORS = (("W4 spawn → initialize reply", "W4", "startup_ms", "ms"),
-          ("W2 start-up with 100,000 resources", "W2-list100k", "startup_s", "s"))
+# (label, workload, key, unit, the floor's server and name, the target's reference server and name)
+FLOORS = (("W4 spawn → initialize reply", "W4", "startup_ms", "ms", "asyncio", "the asyncio floor", "raw", "raw"),
+          ("W2 start-up with 100,000 resources", "W2-list100k", "startup_s", "s", "asyncio", "the asyncio floor",
+           "raw", "raw"),
+          ("W5 Streamable HTTP", "W5", "rps", "req/s", "asgi-thread", "the off-loop floor", "asgi",
+           "the bare ASGI app"))
 
 
 def floor_lines(res: dict[str, Any]) -> list[str]:
-    """The start-up targets beside the floor of any server on asyncio (``servers/raw_asyncio.py``):
-    how much of resourcekit's ratio to the raw limit is asyncio's, and how much its own."""
+    """Each target that has a floor beside its reference: the start-up targets beside the floor of any
+    server on asyncio (``servers/raw_asyncio.py``), W5 beside the floor of any framework on uvicorn
+    that runs sync handlers off the loop (``servers/raw_asgi_thread.py``): how much of resourcekit's
+    ratio to the reference is the floor's (the runtime's, the rule's), and how much its own."""
     out = []
-    for label, wl, key, unit in FLOORS:
-        rk, raw, floor = (_get(res, wl, n, key) for n in ("resourcekit", "raw", "asyncio"))
-        if rk is None or raw is None or floor is None or not raw or not floor:
+    for label, wl, key, unit, floor_name, floor_label, ref_name, ref_label in FLOORS:
+        rk, ref, floor = (_get(res, wl, n, key) for n in ("resourcekit", ref_name, floor_name))
+        if rk is None or ref is None or floor is None or not ref or not floor:
             continue
-        out.append(f"{label}: the asyncio floor {_fmt(floor)} {unit} is {floor / raw:.2f}x raw; resourcekit "
+        out.append(f"{label}: {floor_label} {_fmt(floor)} {unit} is {floor / ref:.2f}x {ref_label}; resourcekit "
                    f"{_fmt(rk)} {unit} is {rk / floor:.2f}x the floor")
     return out
 
@@ -1263,7 +1271,8 @@ def markdown(doc: dict[str, Any]) -> str:
     head = {"resourcekit": "resourcekit", "baseline": f"baseline {base_commit.split(' ', 1)[0]}",
             "mcp": f"mcp {doc['versions'].get('mcp', '')}",
             "fastmcp": f"fastmcp {doc['versions'].get('fastmcp', '')}", "raw": "raw limit",
-            "asyncio": "asyncio floor", "asgi": "bare ASGI on uvicorn"}
+            "asyncio": "asyncio floor", "asgi": "bare ASGI on uvicorn",
+            "asgi-thread": "off-loop floor"}
     cols = [head[n] for n in names]
     vs_base = "resourcekit" in names and "baseline" in names
     ratio_cols = [o for o in ("mcp", "fastmcp", "raw", "asgi") if o in names and "resourcekit" in names]
@@ -1314,8 +1323,10 @@ def markdown(doc: dict[str, Any]) -> str:
         lines.append("")
         floors = floor_lines(res)
         if floors:
-            lines += ["Start-up beside the floor of any server on asyncio (`servers/raw_asyncio.py`: the raw limit's "
-                      "work driven by an asyncio loop; importing asyncio is most of its start-up):", "",
+            lines += ["Beside the floors (`servers/raw_asyncio.py`: the raw limit's work driven by an asyncio loop, "
+                      "importing asyncio is most of its start-up; `servers/raw_asgi_thread.py`: the bare ASGI app with "
+                      "each reply made in a worker thread, as the rule that sync handlers run off the loop asks):",
+                      "",
                       *[f"- {line}" for line in floors], ""]
     errors = [
         f"- {wl} / {n}: {s['error']}"
@@ -1341,6 +1352,10 @@ def markdown(doc: dict[str, Any]) -> str:
         *(["- bare ASGI on uvicorn (W5 only): `servers/raw_asgi.py`, the same hand-built replies as one ASGI "
            "callable under uvicorn with httptools and uvloop, access log, `Server` and `Date` headers off: the best "
            "any framework on uvicorn can do."] if "asgi" in names else []),
+        *(["- off-loop floor (W5 only): `servers/raw_asgi_thread.py`, the bare ASGI app with each read's reply made "
+           "in a worker thread (the reads of one loop iteration as one job, their replies handed back with one "
+           "wake-up): what any framework on uvicorn pays that runs sync handlers off the event loop."]
+          if "asgi-thread" in names else []),
         f"- client: one Python process, raw JSON-RPC over the child's pipes (orjson, selectors), "
         f"protocolVersion {PROTOCOL_VERSION}; W1/W3 keep {doc['config']['depth']} reads in flight for "
         f"{doc['config']['w1_seconds']} s, W6 keeps {doc['config']['w6_depth']} in flight for "
@@ -1377,7 +1392,7 @@ def w5_setup(config: dict[str, Any]) -> str:
     return (
         f"- W5: every server on 127.0.0.1 over Streamable HTTP (resourcekit `run --transport http`, mcp "
         f"`run(\"streamable-http\")`, fastmcp `run(transport=\"http\")`, raw: `servers/raw_http.py`, "
-        f"asgi: `servers/raw_asgi.py`); "
+        f"asgi: `servers/raw_asgi.py`, off-loop floor: `servers/raw_asgi_thread.py`); "
         f"{config.get('w5_clients', W5_CLIENTS)} clients, one keep-alive connection each, in "
         f"{procs} client process{'es' if procs != 1 else ''} (hand-written HTTP/1.1 on asyncio Protocols), each "
         f"initializes a {PROTOCOL_VERSION} session then reads the small resource back to back (one in flight per "
@@ -1397,7 +1412,8 @@ def chart(doc: dict[str, Any], path: Path) -> bool:
     res = doc["results"]
     names = [n for n in SERVER_NAMES if n in doc["servers"]]
     colors = {"resourcekit": "#2b7bba", "baseline": "#8fbfe0", "mcp": "#999999", "fastmcp": "#c9a227",
-              "raw": "#444444", "asyncio": "#5e5e5e", "asgi": "#777777"}
+              "raw": "#444444", "asyncio": "#5e5e5e", "asgi": "#777777",
+              "asgi-thread": "#9a9a9a"}
     fig, axes = plt.subplots(2, 4, figsize=(17, 7))
     for ax, (title, wl, key) in zip(axes.flat, CHART_METRICS, strict=False):
         shown = [n for n in names if n in res.get(wl, {})]  # asgi runs W5 only
@@ -1507,7 +1523,7 @@ def compile_servers(servers: list[str]) -> None:
 
 # --------------------------------------------------------------------------- --check
 
-CHECK_SERVERS = ("resourcekit", "raw", "asyncio", "asgi")
+CHECK_SERVERS = ("resourcekit", "raw", "asyncio", "asgi", "asgi-thread")
 
 
 def check(servers_arg: str | None, workloads: list[str], runs: int, seconds: float) -> int:
@@ -1556,7 +1572,8 @@ def check(servers_arg: str | None, workloads: list[str], runs: int, seconds: flo
             print(f"  {t.workload:12s} {t.key:13s} {shown}")
     floors = floor_lines(res)
     if floors:
-        print("\nStart-up beside the floor of any server on asyncio (servers/raw_asyncio.py):")
+        print("\nBeside the floors (servers/raw_asyncio.py, asyncio's start-up; servers/raw_asgi_thread.py, the "
+              "bare ASGI app with replies made in a worker thread):")
         for line in floors:
             print(f"  {line}")
     summary = f"{len(rows) - len(failed)} of {len(rows)} targets met"
