@@ -58,6 +58,11 @@ PROTOCOL_VERSION = "2025-11-25"
 SERVER_NAMES = ("resourcekit", "baseline", "mcp", "fastmcp", "raw", "asyncio", "asgi", "asgi-thread")
 # servers with no stdio side: they run W5 only (the other workloads skip them)
 HTTP_ONLY = ("asgi", "asgi-thread")
+HTTP_WORKLOADS = {"asgi": ("W5", "W5a"), "asgi-thread": ("W5",)}  # (the off-loop floor is a sync handler's)
+# W1a and W5a: W1 and W5 with the handler an ``async def``: resourcekit (and baseline) against the
+# raw limits, whose replies have no handler; mcp and fastmcp are not run again for them
+ASYNC_WORKLOADS = ("W1a", "W5a")
+SYNC_ONLY = ("mcp", "fastmcp")
 # the floor of any server on asyncio (raw_loop.py driven by an asyncio loop): start-up only (W4, W2)
 START_ONLY = ("asyncio",)
 # resourcekit and baseline serve the same servers/rk_app.py, each with the resourcekit package of
@@ -451,8 +456,8 @@ class Config:
     skip: set[tuple[str, str]] = field(default_factory=set)  # (server, workload) not measured
 
 
-def w1(name: str, cfg: Config, tag: str) -> dict[str, Any]:
-    srv = Server(name, "small", tag)
+def w1(name: str, cfg: Config, tag: str, workload: str = "small") -> dict[str, Any]:
+    srv = Server(name, workload, tag)
     try:
         startup = srv.handshake(cfg.startup_timeout)
 
@@ -855,8 +860,8 @@ def _w5_client_proc(port: int, n: int, pipe: Any) -> None:
         os._exit(0)
 
 
-def w5(name: str, cfg: Config, tag: str) -> dict[str, Any]:
-    srv = HttpServer(name, "small", tag)
+def w5(name: str, cfg: Config, tag: str, workload: str = "small") -> dict[str, Any]:
+    srv = HttpServer(name, workload, tag)
     procs: list[tuple[Any, Any]] = []
     try:
         listening = srv.wait_listening(cfg.startup_timeout)
@@ -1024,10 +1029,14 @@ def run_all(cfg: Config, servers: list[str], workloads: list[str]) -> dict[str, 
     plan: list[tuple[str, Callable[[str, int], Callable[[], dict[str, Any]]]]] = []
     if "w1" in workloads:
         plan.append(("W1", lambda n, r: lambda: w1(n, cfg, f"w1-{r}")))
+    if "w1a" in workloads:
+        plan.append(("W1a", lambda n, r: lambda: w1(n, cfg, f"w1a-{r}", "small-async")))
     if "w3" in workloads:
         plan.append(("W3", lambda n, r: lambda: w3(n, cfg, f"w3-{r}")))
     if "w5" in workloads:
         plan.append(("W5", lambda n, r: lambda: w5(n, cfg, f"w5-{r}")))
+    if "w5a" in workloads:
+        plan.append(("W5a", lambda n, r: lambda: w5(n, cfg, f"w5a-{r}", "small-async")))
     if "w6" in workloads:
         plan.append(("W6", lambda n, r: lambda: w6(n, cfg, f"w6-{r}")))
     if "w4" in workloads:
@@ -1036,7 +1045,8 @@ def run_all(cfg: Config, servers: list[str], workloads: list[str]) -> dict[str, 
         print(f"== {wl}", file=sys.stderr)
         for r in range(cfg.runs):
             for name in servers:
-                if (name not in HTTP_ONLY or wl == "W5") and (name not in START_ONLY or wl == "W4"):
+                if (name not in HTTP_ONLY or wl in HTTP_WORKLOADS.get(name, ())) and (
+                        name not in START_ONLY or wl == "W4") and (name not in SYNC_ONLY or wl not in ASYNC_WORKLOADS):
                     measure(wl, name, fnf(name, r))
     if "w2" in workloads:
         for size in cfg.list_sizes:
@@ -1094,6 +1104,8 @@ ROWS: list[tuple[str, str, str, bool]] = [
     ("W1 p99 latency, ms", "W1", "p99_ms", False),
     ("W1 server CPU per read, µs", "W1", "cpu_us_per_read", False),
     ("W1 server peak RSS, MiB", "W1", "peak_rss_mib", False),
+    ("W1a async def handler: reads, req/s", "W1a", "rps", True),
+    ("W1a server CPU per read, µs", "W1a", "cpu_us_per_read", False),
     ("W2 10k: pages", "W2-list10k", "pages", False),
     ("W2 10k: walk s", "W2-list10k", "walk_s", False),
     ("W2 10k: start-up s", "W2-list10k", "startup_s", False),
@@ -1110,6 +1122,8 @@ ROWS: list[tuple[str, str, str, bool]] = [
     ("W5 p50 / p99 latency, ms", "W5", "p50_ms", False),
     ("W5 server CPU per read, µs", "W5", "cpu_us_per_read", False),
     ("W5 server peak RSS, MiB", "W5", "peak_rss_mib", False),
+    ("W5a async def handler over HTTP, req/s", "W5a", "rps", True),
+    ("W5a server CPU per read, µs", "W5a", "cpu_us_per_read", False),
     ("W6 1 MiB reads, MB/s (4 in flight)", "W6", "mb_per_s", True),
     ("W6 server peak RSS, MiB", "W6", "peak_rss_mib", False),
     ("W6 server CPU per read, ms", "W6", "cpu_ms_per_read", False),
@@ -1120,7 +1134,7 @@ def _cell(res: dict[str, Any], wl: str, name: str, key: str) -> str:
     if key == "cpu_ms_per_read":
         v = _get(res, wl, name, "cpu_us_per_read")
         return _fmt(v / 1000 if v is not None else None)
-    if key == "p50_ms" and wl in ("W3", "W5"):
+    if key == "p50_ms" and wl in ("W3", "W5", "W5a"):
         a, b = _get(res, wl, name, "p50_ms"), _get(res, wl, name, "p99_ms")
         return f"{_fmt(a)} / {_fmt(b)}" if a is not None else "—"
     v = _get(res, wl, name, key)
@@ -1598,7 +1612,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, help="runs per server (default 3, quick 1)")
     p.add_argument("--servers", help="comma list of " + ",".join(SERVER_NAMES) + " (default all; --check: "
                    + ",".join(CHECK_SERVERS) + ", and baseline when " + BASELINE_ENV + " is set)")
-    p.add_argument("--workloads", default="w1,w2,w3,w4,w5,w6", help="comma list of w1,w2,w3,w4,w5,w6")
+    p.add_argument("--workloads", default="w1,w1a,w2,w3,w4,w5,w5a,w6",
+                   help="comma list of w1,w1a,w2,w3,w4,w5,w5a,w6 (w1a, w5a: w1, w5 with an async def handler)")
     p.add_argument("--check", action="store_true",
                    help="a short run (3 runs of 1 s each) judged against the targets; exit status 1 when one falls "
                         "short (writes nothing)")

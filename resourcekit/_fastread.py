@@ -1,7 +1,7 @@
-"""``resources/read`` of a sync handler in a session, in as few steps as the answer allows.
+"""``resources/read`` in a session, in as few steps as the answer allows.
 
 The most frequent request of a stdio session: a handshake-era read, no ``_meta``, no
-extension that changes the result, no access log or span, a sync handler without a
+extension that changes the result, no access log or span, a handler without a
 ``Context``.  A transport that writes encoded replies hands its input here, a block of
 lines at a time (``Connection.feed_lines``; ``Connection.feed`` one message): each line
 is decoded, and a read checked for what the general path would check (an id, a URI within
@@ -10,13 +10,18 @@ batch of this block, with what every read looks at taken from the connection onc
 worker runs the batch (``_fastbatch``): it calls the handlers, hashes and encodes the
 whole replies and writes them, all at once (``send_bytes`` may be called from any
 thread), so the loop thread only decodes lines, looks URIs up and is not woken for
-finished reads.  Cancellation, the in-flight cap and ids behave as on the general path;
+finished reads.  An ``async def`` handler's read is a task on the loop instead (``AsyncRead``:
+no request record, dispatch or result dict of the general path; the replies of one loop
+iteration in one write), unless a telemetry provider is configured (its own spans need the
+general path's parent).  Cancellation, the in-flight cap and ids behave as on the general path;
 anything else (and every failure) goes the general way (``Connection.receive``),
 answered exactly as before.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -27,7 +32,8 @@ from . import telemetry
 from ._fastbatch import BIG_KEY, ReadBatch
 from ._shortread import READ, ShortRead
 from .eras import error_response
-from .errors import LimitExceeded, ParseError
+from .errors import LimitExceeded, ParseError, ResourceNotFound, unencodable
+from .methods.reading import read_reply, read_result
 from .request import Request, Send
 
 if TYPE_CHECKING:
@@ -35,6 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = ["read_lines"]
 
+log = logging.getLogger("resourcekit")
 _now = time.perf_counter
 _NO_ARGUMENTS: dict[str, Any] = {}  # a resource's handler takes none (never changed: only passed on)
 
@@ -72,6 +79,60 @@ class _TimedRead(FastRead):
     started: float
 
 
+class AsyncRead(FastRead):
+    """A fast read of an ``async def`` handler: a task on the loop awaits the handler and answers
+    (``run``), with the reply encoded as a worker encodes a sync handler's.  Cancelled
+    (``notifications/cancelled``, the end of the session), its task is cancelled, as on the
+    general path; its reply joins the others of its loop iteration in one write (``_queue``)."""
+
+    __slots__ = ("task",)  # a slot of its own: ShortRead hides Request's under ``task = None``
+
+    async def run(self) -> None:
+        handler, kwargs = self.handler, self.kwargs
+        try:
+            value = await (handler.fn(**kwargs) if kwargs else handler.fn())
+            try:
+                data = read_reply(self, handler, self.uri, value)
+            except TypeError:  # a value that is no content (raised again), or a result JSON cannot carry
+                data = _encoded(self.id, read_result(self, handler, self.uri, value))
+        except asyncio.CancelledError:
+            if self.cancelled:
+                return
+            raise
+        except BaseException as exc:  # answered as the general path answers it (Request.fail)
+            if isinstance(exc, ResourceNotFound):
+                self.conn.app.router.forget(self.uri)  # no cache slot for what is not there
+            self.finish(False, exc)
+            return
+        self.finish(True, data)
+
+    def deliver(self, answer: Any) -> None:
+        """The reply, written with the others of this loop iteration (one write, not one each)."""
+        conn = self.conn
+        out = conn.fast_out
+        if out is None:
+            out = conn.fast_out = []
+            conn.server.loop.call_soon(_write_out, conn)
+        out.append(answer)
+
+
+def _encoded(rid: Any, result: dict[str, Any]) -> bytes:
+    """A read's response line; one whose result JSON cannot carry (a lone surrogate in a ``str``)
+    is still answered, as ``Request.respond`` answers it on the general path."""
+    try:
+        return orjson.dumps({"jsonrpc": "2.0", "id": rid, "result": result}, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError as exc:
+        log.error("the result of %s could not be encoded", READ, exc_info=exc)
+        return orjson.dumps(error_response(rid, unencodable()), option=orjson.OPT_APPEND_NEWLINE)
+
+
+def _write_out(conn: Connection) -> None:
+    """On the loop, after the iteration whose async reads ended: their replies in one write."""
+    out, conn.fast_out = conn.fast_out, None
+    if out and conn.send_bytes is not None:
+        conn.send_bytes(out[0] if len(out) == 1 else b"".join(out))
+
+
 def read_lines(conn: Connection, lines: Iterable[bytes | str]) -> None:
     """Decode and handle each line that is not blank; a read that may take this path joins the
     connection's batch, the others go the general way (``Connection.receive``).
@@ -98,6 +159,7 @@ def read_lines(conn: Connection, lines: Iterable[bytes | str]) -> None:
                     conn.send(error_response(None, ParseError(f"Parse error: {exc}")))
         return
     inflight, limits, router, items = conn.inflight, conn.limits, conn.app.router, batch.items
+    create_task = conn.server.loop.create_task
     exact, resolve = router.exact, router.resolve
     max_inflight, max_uri_length, traced = limits.max_inflight, limits.max_uri_length, conn.traced
     for line in lines:
@@ -110,7 +172,7 @@ def read_lines(conn: Connection, lines: Iterable[bytes | str]) -> None:
                 conn.send(error_response(None, ParseError(f"Parse error: {exc}")))
             continue
         # the checks of the general path: an id, a URI within the limit, an id not in flight,
-        # room for one more in flight, a match of a sync handler without a Context
+        # room for one more in flight, a match of a handler without a Context
         handler = None
         kwargs = _NO_ARGUMENTS
         if type(msg) is dict and msg.get("method") == READ:
@@ -126,26 +188,31 @@ def read_lines(conn: Connection, lines: Iterable[bytes | str]) -> None:
                     found = resolve(uri)
                     if found is not None:
                         handler, kwargs = found
-        if handler is None or handler.sig.is_async or handler.sig.context_param is not None:
+        if handler is None or handler.sig.context_param is not None:
             receive(msg)
             continue
         dropped = 0
+        is_async = handler.sig.is_async
         if traced and telemetry.ON:  # a span only if sampled (decided here, by the SDK's ratio rule)
-            dropped = telemetry.dropped_root()
-            if not dropped:  # a span is wanted, or the sampler decides in the SDK: the general path
-                receive(msg)
+            dropped = 0 if is_async else telemetry.dropped_root()  # (an async handler's own spans need
+            if not dropped:  # the general path's parent, non-recording when dropped); a span is wanted,
+                receive(msg)  # or the sampler decides in the SDK: the general path
                 continue
             timed = _TimedRead()
             timed.started = _now()
             req: FastRead = timed
         else:
-            req = FastRead()
+            req = AsyncRead() if is_async else FastRead()
         req.conn = conn
         req.id = rid
         req.uri = uri  # type: ignore[assignment]
         req.handler = handler
         req.kwargs = kwargs
         req.cancelled = False
+        if is_async:  # a task on the loop, not a worker: inflight first, as the general path
+            inflight[rid] = req
+            req.task = create_task(req.run())  # type: ignore[attr-defined]
+            continue
         memo = handler.memo
         if memo is not None and memo.get(BIG_KEY):  # a batch of its own: big ones hash in parallel
             single = ReadBatch(conn, batch.send_bytes)

@@ -1,5 +1,5 @@
 """What the short paths' reads have in common: over stdio (``_fastread``) and over HTTP
-(``transports.http._fastpost``), a session's plain read of a sync handler in flight.
+(``transports.http._fastpost``), a session's plain read in flight.
 
 Such a read is a ``Request`` whose method, era and other fields are the same for every read
 of its kind (class attributes here, hiding ``Request``'s slots of the same name) or come from
@@ -18,6 +18,8 @@ from .eras import HANDSHAKE, error_response
 from .request import Request
 
 if TYPE_CHECKING:
+    import asyncio
+
     from .handler import Handler
 
 __all__ = ["READ", "ShortRead"]
@@ -36,7 +38,7 @@ class ShortRead(Request):
     method = READ
     era = HANDSHAKE
     modern = False
-    task = None
+    task: asyncio.Task[Any] | None = None  # (an async one's is its own slot: _fastread.AsyncRead)
     principal = None
     meta: dict[str, Any] = {}  # never changed: no Context sees it
     started = 0.0  # when telemetry times it: a subclass's slot then

@@ -146,6 +146,7 @@ class Connection:
         self.send_bytes: Callable[[bytes], None] | None = None
         self.fast_batch: Any = None  # the fast reads of this loop iteration (_fastread)
         self.fast_watch: Any = None  # looks at the batches that may not be answered yet (_fastread)
+        self.fast_out: list[bytes] | None = None  # replies of async fast reads, written once per iteration
         self.input_ends_batches = False  # the transport calls end_of_input() after each block
         self.stateless = stateless
         self.protocol_version: str | None = None

@@ -4,6 +4,7 @@ Imported by the server files in this folder (each runs with this folder on sys.p
 BENCH_WORKLOAD picks the resources:
 
   small      one text resource bench://small -> "hello world"          (W1, W4)
+  small-async  the same, its handler an ``async def`` (resourcekit; the raw servers have none)  (W1a, W5a)
   templates  1,000 templates tpl{i}://item/{id}                          (W3)
   list10k    10,000 static resources bench://r{i}                        (W2)
   list100k   100,000 static resources bench://r{i}                       (W2)

@@ -10,7 +10,7 @@ import _content as c
 
 STATIC = {}  # uri -> () -> str
 TEMPLATES = {}  # scheme -> (literal prefix after "://", (id) -> str)
-if c.WORKLOAD == "small":
+if c.WORKLOAD in ("small", "small-async"):
     STATIC[c.SMALL_URI] = lambda: c.SMALL_TEXT
 elif c.WORKLOAD == "big":
     STATIC[c.BIG_URI] = c.read_big

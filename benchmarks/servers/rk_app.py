@@ -18,6 +18,12 @@ if c.WORKLOAD == "small":
     def small() -> str:
         return c.SMALL_TEXT
 
+elif c.WORKLOAD == "small-async":
+
+    @app.resource(c.SMALL_URI)
+    async def small_async() -> str:
+        return c.SMALL_TEXT
+
 elif c.WORKLOAD == "big":
     @app.resource(c.BIG_URI)
     def big() -> str:

@@ -1,7 +1,7 @@
-"""A session's ``resources/read`` of a sync handler over HTTP, in as few steps as the answer allows.
+"""A session's ``resources/read`` over HTTP, in as few steps as the answer allows.
 
 The most frequent POST of a handshake-era session: a read without ``_meta``, no extension that
-changes the result, no ``auth`` hook, no Redis, no access log or span, a sync handler without a
+changes the result, no ``auth`` hook, no Redis, no access log or span, a handler without a
 ``Context``, a client that takes JSON.  ``post`` hands such a body here once the session is
 found; this checks what the general path would check (an id, a URI within the limit, an id not
 in flight, room for one more in flight, a match) and adds the read to the batch of this loop
@@ -13,7 +13,9 @@ batch again when none of its reads was taken for ``STALL`` seconds.  A cancelled
 end of its session) wakes its POST with what ``exchange`` would be woken with, so cancellation,
 the in-flight cap and ids behave as there; anything else (and every failure of these checks)
 goes the general way, answered exactly as before, and a handler's exception is answered as the
-general path answers it.
+general path answers it.  An ``async def`` handler's read is a task on the loop instead of a
+place in a batch (``HttpAsyncRead``), unless a telemetry provider is configured (its own spans
+need the general path's parent).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
     from ..._runner import ThreadRunner
     from ...protocol import Connection
 
-__all__ = ["HttpRead", "Reads", "answered", "read_http"]
+__all__ = ["HttpAsyncRead", "HttpRead", "Reads", "answered", "read_http"]
 
 _now = time.perf_counter
 _bare = object.__new__
@@ -70,12 +72,17 @@ class HttpRead(ShortRead):
         """In a worker: the handler's value, as the whole response."""
         if self.cancelled:
             return None  # cancelled while it waited for a worker: nobody wants it
-        handler, uri, kwargs = self.handler, self.uri, self.kwargs
+        handler, kwargs = self.handler, self.kwargs
         try:
             value = handler.fn(**kwargs) if kwargs else handler.fn()
         except ResourceNotFound:
-            self.conn.app.router.forget(uri)  # no cache slot for what is not there
+            self.conn.app.router.forget(self.uri)  # no cache slot for what is not there
             raise
+        return self.response(value)
+
+    def response(self, value: Any) -> Response:
+        """The handler's value as the two ASGI messages of the response."""
+        handler, uri = self.handler, self.uri
         if type(value) is str and len(value) <= TAIL_TEXT:  # the most common read: its reply's tail encoded before
             try:
                 body = text_reply(self.conn, self.id, uri, handler.mime_type or TEXT_MIME, value)[:-1]  # no newline
@@ -93,6 +100,29 @@ class HttpRead(ShortRead):
         """``notifications/cancelled`` (the POST gets no answer), or the end of the session (404)."""
         super().cancel()
         self.reply(ENDED if self.conn.closed else CANCELLED)
+
+
+class HttpAsyncRead(HttpRead):
+    """A read of an ``async def`` handler: a task on the loop awaits the handler and makes the
+    response (``run_async``); cancelled, its task is cancelled too, as on the general path."""
+
+    __slots__ = ("task",)  # a slot of its own: ShortRead hides Request's under ``task = None``
+
+    async def run_async(self) -> None:
+        handler, kwargs = self.handler, self.kwargs
+        try:
+            value = await (handler.fn(**kwargs) if kwargs else handler.fn())
+            response = self.response(value)
+        except asyncio.CancelledError:
+            if self.cancelled:
+                return
+            raise
+        except BaseException as exc:  # answered as the general path answers it (Request.fail)
+            if isinstance(exc, ResourceNotFound):
+                self.conn.app.router.forget(self.uri)  # no cache slot for what is not there
+            self.finish(False, exc)
+            return
+        self.finish(True, response)
 
 
 class Reads:
@@ -229,15 +259,17 @@ def read_http(conn: Connection, msg: dict[str, Any], params: dict[str, Any], rea
         return None
     handler, kwargs = found
     sig = handler.sig
-    if sig.is_async or sig.context_param is not None:
+    if sig.context_param is not None:
         return None
     dropped = 0
     if conn.traced and telemetry.ON:  # a span only if sampled (decided here, by the SDK's ratio rule)
+        if sig.is_async:  # its own spans need the general path's parent (non-recording when dropped)
+            return None
         dropped = telemetry.dropped_root()
         if not dropped:  # a span is wanted, or the sampler decides in the SDK: the general path
             return None
     loop = reads.loop
-    req = _bare(HttpRead)
+    req = _bare(HttpAsyncRead if sig.is_async else HttpRead)
     req.conn = conn
     req.id = rid
     req.params = params
@@ -247,6 +279,10 @@ def read_http(conn: Connection, msg: dict[str, Any], params: dict[str, Any], rea
     req.kwargs = kwargs
     req.waiter = loop.create_future()
     req.started = _now() if dropped else 0.0
+    if sig.is_async:  # a task on the loop, not a worker
+        inflight[rid] = req
+        req.task = loop.create_task(req.run_async())  # type: ignore[attr-defined]
+        return req
     batch = reads.batch  # ``reads.add``, inlined
     if batch is None:
         batch = reads.open(conn)

@@ -112,7 +112,7 @@ async def post(endpoint: ASGIApp, scope: Scope, receive: Receive, send: Send, mo
                         sessions.move_to_end(name)
                     conn = session.conn
                     assert conn is not None
-                    read = read_http(conn, message, params, endpoint.reads)  # a sync handler's: to a worker
+                    read = read_http(conn, message, params, endpoint.reads)  # to a worker, or an async handler's task
                     if read is None:
                         await exchange(conn, message, receive, out, accepted, endpoint.streams, session=session)
                         return

@@ -1,0 +1,293 @@
+"""Reads of ``async def`` handlers on the short paths (resourcekit/_fastread.py over stdio,
+transports/http/_fastpost.py over HTTP): a task on the loop per read, not the general path's
+request machinery, with the same answers, the replies of one loop iteration in one write, and
+cancellation, the end of a session, ids in flight and the in-flight cap as on the general path."""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import subprocess
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+import pytest
+
+from resourcekit import App, Blob, Limits, ResourceNotFound
+from resourcekit._fastread import AsyncRead
+from resourcekit.transports.http import ASGIApp
+from resourcekit.transports.http._fastpost import HttpAsyncRead
+from tests.helpers import command, env
+from tests.test_fastread import answered, read, session
+from tests.test_http_fastpost import Client, general_answers, in_flight
+
+pytestmark = pytest.mark.anyio
+
+
+def async_app(gate: asyncio.Event | None = None, ran: list[str] | None = None) -> App:
+    """test_fastread's demo resources, each an ``async def``; a long text, one with a lone
+    surrogate, one that suspends (anyio), and one that waits for ``gate``."""
+    app = App("t", telemetry=False)
+
+    def add(uri: str, value: Any, **options: Any) -> None:
+        async def handler() -> Any:
+            return value
+
+        app.resource(uri, **options)(handler)
+
+    add("text://a", "hello")
+    add("md://a", "# hi", mime_type="text/markdown")
+    add("json://a", {"k": [1, 2]})
+    add("blob://a", Blob(b"\x00\x01", "application/x-thing"))
+    add("long://a", "x" * 5000)
+    add("lone://a", "a\ud800b")
+
+    @app.template("item://{n}")
+    async def item(n: str) -> str:
+        return f"item {n}"
+
+    @app.resource("sleepy://a")
+    async def sleepy() -> str:
+        await anyio.sleep(0.01)  # a real suspension, anyio's: the read's task is a task like any
+        return "awake"
+
+    @app.resource("gone://a")
+    async def gone() -> str:
+        raise ResourceNotFound("gone://a")
+
+    @app.resource("broken://a")
+    async def broken() -> str:
+        raise RuntimeError("boom")
+
+    @app.resource("slow://a")
+    async def slow() -> str:
+        assert gate is not None
+        try:
+            await gate.wait()
+        except asyncio.CancelledError:
+            if ran is not None:
+                ran.append("cancelled")
+            raise
+        return "slow"
+
+    return app
+
+
+URIS = ["text://a", "md://a", "json://a", "blob://a", "long://a", "item://7", "sleepy://a", "gone://a", "broken://a",
+        "nothing://x", "text://a"]
+
+
+async def test_async_reads_answer_exactly_as_the_general_path() -> None:
+    server, conn, fast = session(async_app())
+    other, general_conn, general = session(async_app())
+    general_conn.send_bytes = None  # no line transport: the general path
+    try:
+        for rid, uri in enumerate(URIS, 1):
+            conn.feed(read(rid, uri))
+            general_conn.feed(read(rid, uri))
+        assert type(conn.inflight[1]) is AsyncRead  # the short path took it
+        ids = set(range(1, len(URIS) + 1))
+        got = await answered(fast, ids)
+        assert got == await answered(general, ids)
+        assert got[1]["result"]["contents"][0]["text"] == "hello"
+        assert got[8]["error"]["code"] == -32002 and got[9]["error"]["code"] == -32603
+        assert conn.inflight == {}
+        # what a read records, as a sync read records it: the tracker's version, the session's
+        version = got[1]["result"]["contents"][0]["_meta"]["io.resourcekit/version"]
+        assert conn.seen["text://a"] == version == conn.app.tracker.version("text://a")
+    finally:
+        server.close()
+        other.close()
+
+
+async def test_a_text_json_cannot_carry_is_answered_as_the_general_path_answers_it_on_the_wire() -> None:
+    server, conn, out = session(async_app())
+    try:
+        conn.feed(read(1, "lone://a"))  # a lone surrogate: no JSON encoder takes it
+        error = (await answered(out, {1}))[1]["error"]
+        assert error == {"code": -32603, "message": "Internal error: the result could not be encoded as JSON"}
+        assert conn.inflight == {}
+    finally:
+        server.close()
+
+
+async def test_the_replies_of_one_loop_iteration_go_out_in_one_write() -> None:
+    server, conn, out = session(async_app())
+    writes: list[bytes] = []
+    conn.send_bytes = lambda data: (writes.append(data), out.extend(orjson.loads(x) for x in data.splitlines()))
+    try:
+        for rid in range(1, 11):
+            conn.feed(read(rid, "text://a" if rid % 2 else f"item://{rid}"))
+        assert set(await answered(out, set(range(1, 11)))) == set(range(1, 11))
+        assert len(writes) == 1 and writes[0].count(b"\n") == 10
+    finally:
+        server.close()
+
+
+async def test_a_waiting_async_read_holds_up_nobody_and_cancelling_it_cancels_its_handler() -> None:
+    gate, ran = asyncio.Event(), []
+    server, conn, out = session(async_app(gate, ran))
+    try:
+        conn.feed(read(1, "slow://a"))
+        for rid in (2, 3):
+            conn.feed(read(rid, "text://a"))
+        assert set(await answered(out, {2, 3})) == {2, 3}
+        assert type(conn.inflight[1]) is AsyncRead
+        conn.feed(orjson.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}))
+        for _ in range(100):
+            if ran:
+                break
+            await asyncio.sleep(0.01)
+        assert ran == ["cancelled"]  # the handler saw it, as on the general path
+        gate.set()
+        conn.feed(read(4, "slow://a"))  # the id and the handler are free again
+        assert (await answered(out, {4}))[4]["result"]["contents"][0]["text"] == "slow"
+        assert all(m.get("id") != 1 for m in out) and conn.inflight == {}
+    finally:
+        server.close()
+
+
+async def test_the_end_of_a_session_cancels_its_async_reads() -> None:
+    gate, ran = asyncio.Event(), []
+    server, conn, out = session(async_app(gate, ran))
+    try:
+        conn.feed(read(1, "slow://a"))
+        await asyncio.sleep(0.02)
+        conn.close()
+        await asyncio.sleep(0.02)
+        assert ran == ["cancelled"] and out == [] and conn.inflight == {}
+    finally:
+        server.close()
+
+
+async def test_an_id_in_flight_and_the_inflight_cap_hold_for_async_reads() -> None:
+    gate = asyncio.Event()
+    app = async_app(gate)
+    app.limits = Limits(max_inflight=2)
+    server, conn, out = session(app)
+    try:
+        for rid in (1, 1, 2, 3):
+            conn.feed(read(rid, "slow://a"))
+        await asyncio.sleep(0.05)
+        errors = [m for m in out if "error" in m]
+        assert [e["error"]["code"] for e in errors] == [-32600, -32603]
+        assert errors[1]["error"]["data"] == {"limit": "max_inflight", "max": 2}
+        gate.set()
+        assert set(await answered(out, {1, 2})) == {1, 2}
+    finally:
+        server.close()
+
+
+STDIO_APP = """
+import anyio
+from resourcekit import App
+app = App("fast")
+
+@app.resource("text://a")
+async def text() -> str:
+    return "hello"
+
+@app.template("item://{n}")
+async def item(n: str) -> str:
+    if int(n) % 3 == 0:
+        await anyio.sleep(0.001)
+    return f"item {n}"
+"""
+
+
+def test_pipelined_async_reads_with_cancellations_over_stdio(tmp_path: Path) -> None:
+    """A real ``resourcekit run`` process: 200 pipelined reads of async handlers, some suspending,
+    every seventh cancelled; every other one answered once, one version for one content."""
+    (tmp_path / "async_app.py").write_text(STDIO_APP)
+    proc = subprocess.Popen(command("run", str(tmp_path / "async_app.py")), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env())
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        lines = [orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})]
+        for rid in range(1, 201):
+            lines.append(read(rid, "text://a" if rid % 2 else f"item://{rid}"))
+            if rid % 7 == 0:  # may come after its answer: either is fine
+                lines.append(orjson.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                           "params": {"requestId": rid}}))
+        lines.append(orjson.dumps({"jsonrpc": "2.0", "id": "last", "method": "ping"}))
+        proc.stdin.write(b"\n".join(lines) + b"\n")
+        proc.stdin.flush()
+        messages: queue.Queue[Any] = queue.Queue()
+        threading.Thread(target=lambda: [messages.put(orjson.loads(line)) for line in proc.stdout],
+                         daemon=True).start()
+        expected = set(range(1, 201)) - set(range(7, 201, 7))
+        ids: list[Any] = []
+        texts: dict[Any, str] = {}
+        versions: dict[str, set[str]] = {}
+        while not expected <= set(ids) or "last" not in ids:
+            message = messages.get(timeout=10)
+            assert "error" not in message, message
+            ids.append(message["id"])
+            for content in message["result"].get("contents", []):
+                texts[message["id"]] = content["text"]
+                versions.setdefault(content["uri"], set()).add(content["_meta"]["io.resourcekit/version"])
+        reads = [i for i in ids if i not in (0, "last")]
+        assert len(reads) == len(set(reads))
+        assert all(texts[i] == ("hello" if i % 2 else f"item {i}") for i in reads)
+        assert len(versions["text://a"]) == 1
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+# --- over HTTP -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[Any]:
+    made: list[Client] = []
+
+    async def make(app: App) -> Client:
+        made.append(await Client(ASGIApp(app)).start())
+        return made[-1]
+
+    yield make
+    for c in made:
+        await c.http.aclose()
+        c.asgi.close()
+
+
+async def test_async_reads_over_http_take_the_short_way_and_answer_as_the_general_path(client: Any) -> None:
+    gate = asyncio.Event()
+    c = await client(async_app(gate))
+    got = [await c.read(rid, uri) for rid, uri in enumerate(URIS, 1)]
+    assert all(r.status_code == 200 and r.headers["content-type"] == "application/json" for r in got)
+    assert all(int(r.headers["content-length"]) == len(r.content) for r in got)
+    reads = [{"jsonrpc": "2.0", "id": rid, "method": "resources/read", "params": {"uri": uri}}
+             for rid, uri in enumerate(URIS, 1)]
+    general = sorted(await general_answers(async_app(), reads), key=lambda m: m["id"])
+    assert [r.json() for r in got] == general
+    slow = asyncio.ensure_future(c.read(100, "slow://a"))
+    await in_flight(c, 100)
+    assert type(c.conn().inflight[100]) is HttpAsyncRead  # the short way took it
+    assert (await c.read(101, "text://a")).json()["result"]["contents"][0]["text"] == "hello"  # held up by nobody
+    gate.set()
+    assert (await asyncio.wait_for(slow, 5)).json()["result"]["contents"][0]["text"] == "slow"
+    assert not c.conn().inflight
+
+
+async def test_cancelling_an_async_read_over_http_cancels_its_handler(client: Any) -> None:
+    gate, ran = asyncio.Event(), []
+    c = await client(async_app(gate, ran))
+    slow = asyncio.ensure_future(c.read(1, "slow://a", accept="application/json"))
+    await in_flight(c, 1)
+    cancel = await c.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+    assert cancel.status_code == 202
+    response = await asyncio.wait_for(slow, 5)
+    assert response.status_code == 202 and response.content == b""  # as a cancelled sync read
+    assert ran == ["cancelled"] and not c.conn().inflight
+    again = asyncio.ensure_future(c.read(2, "slow://a"))
+    await in_flight(c, 2)
+    assert (await c.http.delete("/mcp", headers={"mcp-session-id": c.sid})).status_code == 204
+    assert (await asyncio.wait_for(again, 5)).status_code == 404  # the session ended while it waited
+    assert ran == ["cancelled", "cancelled"]
