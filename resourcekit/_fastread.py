@@ -20,7 +20,6 @@ answered exactly as before.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Iterable
@@ -32,7 +31,7 @@ from . import telemetry
 from ._fastbatch import BIG_KEY, ReadBatch
 from ._shortread import READ, ShortRead
 from .eras import error_response
-from .errors import LimitExceeded, ParseError, ResourceNotFound, unencodable
+from .errors import LimitExceeded, ParseError, unencodable
 from .methods.reading import read_reply, read_result
 from .request import Request, Send
 
@@ -80,31 +79,17 @@ class _TimedRead(FastRead):
 
 
 class AsyncRead(FastRead):
-    """A fast read of an ``async def`` handler: a task on the loop awaits the handler and answers
-    (``run``), with the reply encoded as a worker encodes a sync handler's.  Cancelled
-    (``notifications/cancelled``, the end of the session), its task is cancelled, as on the
-    general path; its reply joins the others of its loop iteration in one write (``_queue``)."""
+    """A fast read of an ``async def`` handler: a task on the loop (``run_async``), its reply
+    encoded as a worker encodes a sync handler's and written with the others of its loop
+    iteration in one write (``deliver``)."""
 
     __slots__ = ("task",)  # a slot of its own: ShortRead hides Request's under ``task = None``
 
-    async def run(self) -> None:
-        handler, kwargs = self.handler, self.kwargs
+    def answer_of(self, value: Any) -> bytes:
         try:
-            value = await (handler.fn(**kwargs) if kwargs else handler.fn())
-            try:
-                data = read_reply(self, handler, self.uri, value)
-            except TypeError:  # a value that is no content (raised again), or a result JSON cannot carry
-                data = _encoded(self.id, read_result(self, handler, self.uri, value))
-        except asyncio.CancelledError:
-            if self.cancelled:
-                return
-            raise
-        except BaseException as exc:  # answered as the general path answers it (Request.fail)
-            if isinstance(exc, ResourceNotFound):
-                self.conn.app.router.forget(self.uri)  # no cache slot for what is not there
-            self.finish(False, exc)
-            return
-        self.finish(True, data)
+            return read_reply(self, self.handler, self.uri, value)
+        except TypeError:  # a value that is no content (raised again), or a result JSON cannot carry
+            return _encoded(self.id, read_result(self, self.handler, self.uri, value))
 
     def deliver(self, answer: Any) -> None:
         """The reply, written with the others of this loop iteration (one write, not one each)."""
@@ -194,9 +179,11 @@ def read_lines(conn: Connection, lines: Iterable[bytes | str]) -> None:
         dropped = 0
         is_async = handler.sig.is_async
         if traced and telemetry.ON:  # a span only if sampled (decided here, by the SDK's ratio rule)
-            dropped = 0 if is_async else telemetry.dropped_root()  # (an async handler's own spans need
-            if not dropped:  # the general path's parent, non-recording when dropped); a span is wanted,
-                receive(msg)  # or the sampler decides in the SDK: the general path
+            # a span is wanted, the sampler decides in the SDK, or an async handler's own spans need
+            # the general path's parent (a non-recording one when dropped): the general path
+            dropped = 0 if is_async else telemetry.dropped_root()
+            if not dropped:
+                receive(msg)
                 continue
             timed = _TimedRead()
             timed.started = _now()
@@ -211,7 +198,7 @@ def read_lines(conn: Connection, lines: Iterable[bytes | str]) -> None:
         req.cancelled = False
         if is_async:  # a task on the loop, not a worker: inflight first, as the general path
             inflight[rid] = req
-            req.task = create_task(req.run())  # type: ignore[attr-defined]
+            req.task = create_task(req.run_async())
             continue
         memo = handler.memo
         if memo is not None and memo.get(BIG_KEY):  # a batch of its own: big ones hash in parallel

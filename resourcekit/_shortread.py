@@ -10,16 +10,16 @@ duration, error code or cancellation is recorded as on the general path.
 
 from __future__ import annotations
 
+import asyncio
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from . import telemetry
 from .eras import HANDSHAKE, error_response
+from .errors import ResourceNotFound
 from .request import Request
 
 if TYPE_CHECKING:
-    import asyncio
-
     from .handler import Handler
 
 __all__ = ["READ", "ShortRead"]
@@ -50,6 +50,28 @@ class ShortRead(Request):
     def deliver(self, answer: Any) -> None:
         """The answer a worker made, to whoever waits for it (the subclass says who)."""
         raise NotImplementedError
+
+    def answer_of(self, value: Any) -> Any:
+        """An async handler's value as what ``deliver`` takes (the subclass says how)."""
+        raise NotImplementedError
+
+    async def run_async(self) -> None:
+        """The read of an ``async def`` handler, as a task on the loop (in the subclass's slot
+        ``task``, so that cancelling the read cancels it, as on the general path): the handler
+        awaited, its value made the answer, and that handed on (``finish``)."""
+        handler, kwargs = self.handler, self.kwargs
+        try:
+            answer = self.answer_of(await (handler.fn(**kwargs) if kwargs else handler.fn()))
+        except asyncio.CancelledError:
+            if self.cancelled:
+                return
+            raise
+        except BaseException as exc:  # answered as the general path answers it (Request.fail)
+            if isinstance(exc, ResourceNotFound):
+                self.conn.app.router.forget(self.uri)  # no cache slot for what is not there
+            self.finish(False, exc)
+            return
+        self.finish(True, answer)
 
     def finish(self, ok: bool, value: Any) -> None:
         """On the loop: the answer on, unless the read was cancelled meanwhile; a failure is

@@ -103,26 +103,11 @@ class HttpRead(ShortRead):
 
 
 class HttpAsyncRead(HttpRead):
-    """A read of an ``async def`` handler: a task on the loop awaits the handler and makes the
-    response (``run_async``); cancelled, its task is cancelled too, as on the general path."""
+    """A read of an ``async def`` handler: a task on the loop (``run_async``) makes the response."""
 
     __slots__ = ("task",)  # a slot of its own: ShortRead hides Request's under ``task = None``
 
-    async def run_async(self) -> None:
-        handler, kwargs = self.handler, self.kwargs
-        try:
-            value = await (handler.fn(**kwargs) if kwargs else handler.fn())
-            response = self.response(value)
-        except asyncio.CancelledError:
-            if self.cancelled:
-                return
-            raise
-        except BaseException as exc:  # answered as the general path answers it (Request.fail)
-            if isinstance(exc, ResourceNotFound):
-                self.conn.app.router.forget(self.uri)  # no cache slot for what is not there
-            self.finish(False, exc)
-            return
-        self.finish(True, response)
+    answer_of = HttpRead.response
 
 
 class Reads:
@@ -281,7 +266,7 @@ def read_http(conn: Connection, msg: dict[str, Any], params: dict[str, Any], rea
     req.started = _now() if dropped else 0.0
     if sig.is_async:  # a task on the loop, not a worker
         inflight[rid] = req
-        req.task = loop.create_task(req.run_async())  # type: ignore[attr-defined]
+        req.task = loop.create_task(req.run_async())
         return req
     batch = reads.batch  # ``reads.add``, inlined
     if batch is None:
