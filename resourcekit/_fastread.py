@@ -30,15 +30,16 @@ import orjson
 from . import telemetry
 from ._fastbatch import BIG_KEY, ReadBatch
 from ._shortread import READ, ShortRead
+from .contents import TEXT_MIME
 from .eras import error_response
 from .errors import LimitExceeded, ParseError, unencodable
-from .methods.reading import read_reply, read_result
+from .methods.reading import TAIL_TEXT, read_result, text_reply
 from .request import Request, Send
 
 if TYPE_CHECKING:
     from .protocol import Connection
 
-__all__ = ["read_lines"]
+__all__ = ["read_lines", "write_out"]
 
 log = logging.getLogger("resourcekit")
 _now = time.perf_counter
@@ -81,23 +82,28 @@ class _TimedRead(FastRead):
 class AsyncRead(FastRead):
     """A fast read of an ``async def`` handler: a task on the loop (``run_async``), its reply
     encoded as a worker encodes a sync handler's and written with the others of its loop
-    iteration in one write (``deliver``)."""
+    iteration in one write (``deliver``), after the messages sent through ``Connection.send``
+    in that iteration (a notification sent after it may go out first, as a worker's may)."""
 
     __slots__ = ("task",)  # a slot of its own: ShortRead hides Request's under ``task = None``
 
     def answer_of(self, value: Any) -> bytes:
-        try:
-            return read_reply(self, self.handler, self.uri, value)
-        except TypeError:  # a value that is no content (raised again), or a result JSON cannot carry
-            return _encoded(self.id, read_result(self, self.handler, self.uri, value))
+        handler = self.handler
+        if type(value) is str and len(value) <= TAIL_TEXT:  # the most common read: as a worker makes it
+            try:
+                return text_reply(self.conn, self.id, self.uri, handler.mime_type or TEXT_MIME, value)
+            except TypeError:  # a text JSON cannot carry (a lone surrogate): answered below
+                pass
+        return _encoded(self.id, read_result(self, handler, self.uri, value))
 
     def deliver(self, answer: Any) -> None:
-        """The reply, written with the others of this loop iteration (one write, not one each)."""
+        """The reply, written with the others of this loop iteration (one write, not one each;
+        ``Connection.close`` writes what is left, so a session that ends now loses none)."""
         conn = self.conn
         out = conn.fast_out
         if out is None:
             out = conn.fast_out = []
-            conn.server.loop.call_soon(_write_out, conn)
+            conn.server.loop.call_soon(write_out, conn)
         out.append(answer)
 
 
@@ -111,8 +117,9 @@ def _encoded(rid: Any, result: dict[str, Any]) -> bytes:
         return orjson.dumps(error_response(rid, unencodable()), option=orjson.OPT_APPEND_NEWLINE)
 
 
-def _write_out(conn: Connection) -> None:
-    """On the loop, after the iteration whose async reads ended: their replies in one write."""
+def write_out(conn: Connection) -> None:
+    """On the loop, after the iteration whose async reads ended (or when the session ends):
+    their replies in one write."""
     out, conn.fast_out = conn.fast_out, None
     if out and conn.send_bytes is not None:
         conn.send_bytes(out[0] if len(out) == 1 else b"".join(out))
@@ -198,6 +205,7 @@ def read_lines(conn: Connection, lines: Iterable[bytes | str]) -> None:
         req.cancelled = False
         if is_async:  # a task on the loop, not a worker: inflight first, as the general path
             inflight[rid] = req
+            req.task = None  # (an eager task factory runs the handler's first step in create_task)
             req.task = create_task(req.run_async())
             continue
         memo = handler.memo

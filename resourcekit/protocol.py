@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from . import accesslog, telemetry
-from ._fastread import read_lines
+from ._fastread import read_lines, write_out
 from ._runner import ThreadRunner
 from .context import LEVEL_RANK
 from .eras import HANDSHAKE, STATELESS, Era, error_response
@@ -354,6 +354,8 @@ class Connection:
         """The client is gone: cancel its requests and drop its subscriptions."""
         if self.closed:
             return
+        if self.fast_out:  # replies of async reads that ended this loop iteration: written, not lost
+            write_out(self)
         self.closed = True
         for request in list(self.inflight.values()):
             request.cancel()

@@ -6,9 +6,11 @@ cancellation, the end of a session, ids in flight and the in-flight cap as on th
 from __future__ import annotations
 
 import asyncio
+import os
 import queue
 import subprocess
 import threading
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from resourcekit import App, Blob, Limits, ResourceNotFound
 from resourcekit._fastread import AsyncRead
 from resourcekit.transports.http import ASGIApp
 from resourcekit.transports.http._fastpost import HttpAsyncRead
+from resourcekit.transports.stdio import serve_stdio
 from tests.helpers import command, env
 from tests.test_fastread import answered, read, session
 from tests.test_http_fastpost import Client, general_answers, in_flight
@@ -63,6 +66,24 @@ def async_app(gate: asyncio.Event | None = None, ran: list[str] | None = None) -
     async def broken() -> str:
         raise RuntimeError("boom")
 
+    add("lone-long://a", "a\ud800b" * 200)  # past the short-text path
+    add("lone-dict://a", {"k": "a\ud800b"})
+
+    @app.template("missing://{n}")
+    async def missing(n: str) -> str:
+        raise ResourceNotFound(f"missing://{n}")
+
+    @app.resource("stubborn://a")
+    async def stubborn() -> str:
+        assert gate is not None
+        try:
+            await gate.wait()
+        except asyncio.CancelledError:  # swallowed: the read was cancelled all the same
+            if ran is not None:
+                ran.append("swallowed")
+            return "too late"
+        return "stubborn"
+
     @app.resource("slow://a")
     async def slow() -> str:
         assert gate is not None
@@ -104,13 +125,35 @@ async def test_async_reads_answer_exactly_as_the_general_path() -> None:
         other.close()
 
 
-async def test_a_text_json_cannot_carry_is_answered_as_the_general_path_answers_it_on_the_wire() -> None:
+async def test_a_result_json_cannot_carry_is_answered_as_the_general_path_answers_it_on_the_wire(
+        caplog: pytest.LogCaptureFixture) -> None:
     server, conn, out = session(async_app())
     try:
-        conn.feed(read(1, "lone://a"))  # a lone surrogate: no JSON encoder takes it
-        error = (await answered(out, {1}))[1]["error"]
-        assert error == {"code": -32603, "message": "Internal error: the result could not be encoded as JSON"}
+        for rid, uri in enumerate(("lone://a", "lone-long://a", "lone-dict://a"), 1):
+            conn.feed(read(rid, uri))  # a lone surrogate: no JSON encoder takes it
+        got = await answered(out, {1, 2, 3})
+        for rid in (1, 2):  # the text's reply could not be encoded
+            assert got[rid]["error"] == {"code": -32603,
+                                         "message": "Internal error: the result could not be encoded as JSON"}
+        assert caplog.text.count("the result of resources/read could not be encoded") == 2
+        # the dict's conversion to a text content fails first: the handler's failure, as there
+        assert got[3]["error"] == {"code": -32603, "message": "Internal error"}
         assert conn.inflight == {}
+    finally:
+        server.close()
+
+
+async def test_a_not_found_instance_leaves_no_cache_slot_and_a_failure_is_logged(
+        caplog: pytest.LogCaptureFixture) -> None:
+    app = async_app()
+    server, conn, out = session(app)
+    try:
+        conn.feed(read(1, "missing://1"))
+        conn.feed(read(2, "broken://a"))
+        got = await answered(out, {1, 2})
+        assert got[1]["error"]["code"] == -32002 and "missing://1" not in app.router._cache
+        assert got[2]["error"] == {"code": -32603, "message": "Internal error"}  # no traceback to the client
+        assert "handler for resources/read failed" in caplog.text and "boom" in caplog.text
     finally:
         server.close()
 
@@ -149,6 +192,75 @@ async def test_a_waiting_async_read_holds_up_nobody_and_cancelling_it_cancels_it
         assert all(m.get("id") != 1 for m in out) and conn.inflight == {}
     finally:
         server.close()
+
+
+async def test_a_handler_that_swallows_its_cancellation_is_not_answered() -> None:
+    gate, ran = asyncio.Event(), []
+    server, conn, out = session(async_app(gate, ran))
+    try:
+        conn.feed(read(1, "stubborn://a"))
+        await asyncio.sleep(0.02)
+        conn.feed(orjson.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}))
+        await asyncio.sleep(0.05)
+        assert ran == ["swallowed"] and out == [] and conn.inflight == {}
+    finally:
+        server.close()
+
+
+EOF_APP = App("eof", telemetry=False)
+
+
+@EOF_APP.resource("block://a")
+async def _block() -> str:
+    time.sleep(0.2)  # holds the loop while the client sends the next read and closes stdin
+    return "blocked"
+
+
+@EOF_APP.resource("yield://a")
+async def _yielding() -> str:
+    for _ in range(2):  # ends in the iteration in which the server wakes for the end of input
+        await asyncio.sleep(0)
+    return "hello"
+
+
+def _eof_session() -> set[Any]:
+    """serve_stdio on pipes: a read of block://a, then one of yield://a and the end of input."""
+    r_in, w_in = os.pipe()
+    r_out, w_out = os.pipe()
+    got: list[Any] = []
+
+    def client() -> None:
+        def send(message: dict[str, Any]) -> None:
+            os.write(w_in, orjson.dumps(message) + b"\n")
+
+        send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        data = b""
+        while b"\n" not in data:
+            data += os.read(r_out, 65536)
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "block://a"}})
+        time.sleep(0.05)  # the server's loop is inside block()
+        send({"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": "yield://a"}})
+        os.close(w_in)
+        while chunk := os.read(r_out, 65536):
+            data += chunk
+        got.extend(orjson.loads(line) for line in data.splitlines()[1:] if line.strip())
+
+    thread = threading.Thread(target=client)
+    thread.start()
+    asyncio.run(serve_stdio(EOF_APP, stdin=os.fdopen(r_in, "rb", buffering=0), stdout_fd=w_out))
+    thread.join(5)
+    os.close(r_out)
+    return {m.get("id") for m in got}
+
+
+def test_a_reply_made_as_the_session_ends_is_still_written() -> None:
+    """An async read that ends in the loop iteration in which its session ends (the end of input)
+    is answered, as every read in flight at the end of input is (found by a second reviewer: its
+    reply waited for the next iteration's write, after the writer closed)."""
+    for _ in range(3):
+        assert _eof_session() == {1, 2}
 
 
 async def test_the_end_of_a_session_cancels_its_async_reads() -> None:
@@ -291,3 +403,21 @@ async def test_cancelling_an_async_read_over_http_cancels_its_handler(client: An
     assert (await c.http.delete("/mcp", headers={"mcp-session-id": c.sid})).status_code == 204
     assert (await asyncio.wait_for(again, 5)).status_code == 404  # the session ended while it waited
     assert ran == ["cancelled", "cancelled"]
+
+
+async def test_ids_in_flight_and_the_inflight_cap_hold_for_async_reads_over_http(client: Any) -> None:
+    gate = asyncio.Event()
+    app = async_app(gate)
+    app.limits = Limits(max_inflight=2)
+    c = await client(app)
+    first = asyncio.ensure_future(c.read(1, "slow://a"))
+    await in_flight(c, 1)
+    again = await c.read(1, "text://a")
+    assert again.json()["error"]["code"] == -32600 and "in flight" in again.json()["error"]["message"]
+    second = asyncio.ensure_future(c.read(2, "slow://a"))
+    await in_flight(c, 2)
+    over = (await c.read(3, "slow://a")).json()["error"]
+    assert over["code"] == -32603 and over["data"] == {"limit": "max_inflight", "max": 2}
+    gate.set()
+    for read_ in (first, second):
+        assert (await asyncio.wait_for(read_, 5)).json()["result"]["contents"][0]["text"] == "slow"

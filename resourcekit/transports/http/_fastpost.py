@@ -266,6 +266,7 @@ def read_http(conn: Connection, msg: dict[str, Any], params: dict[str, Any], rea
     req.started = _now() if dropped else 0.0
     if sig.is_async:  # a task on the loop, not a worker
         inflight[rid] = req
+        req.task = None  # (an eager task factory runs the handler's first step in create_task)
         req.task = loop.create_task(req.run_async())
         return req
     batch = reads.batch  # ``reads.add``, inlined
