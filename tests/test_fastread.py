@@ -173,10 +173,28 @@ app = App("fast")
 app.resource("text://a")(lambda: "hello")
 app.template("item://{n}")(lambda n: f"item {n}")
 """
+ASYNC_STDIO_APP = """
+import anyio
+from resourcekit import App
+app = App("fast")
+
+@app.resource("text://a")
+async def text() -> str:
+    return "hello"
+
+@app.template("item://{n}")
+async def item(n: str) -> str:
+    if int(n) % 3 == 0:
+        await anyio.sleep(0.001)  # some suspend (anyio's sleep: each read's task is a task like any)
+    return f"item {n}"
+"""
 
 
-def test_pipelined_reads_with_cancellations_over_stdio(tmp_path: Path) -> None:
-    (tmp_path / "fast_app.py").write_text(STDIO_APP)
+@pytest.mark.parametrize("source", [STDIO_APP, ASYNC_STDIO_APP], ids=["sync", "async"])
+def test_pipelined_reads_with_cancellations_over_stdio(tmp_path: Path, source: str) -> None:
+    """A real ``resourcekit run`` process: 200 pipelined reads, every seventh cancelled; every
+    other one answered once with its text, one version for one content."""
+    (tmp_path / "fast_app.py").write_text(source)
     proc = subprocess.Popen(command("run", str(tmp_path / "fast_app.py")), stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env())
     try:
@@ -206,6 +224,7 @@ def test_pipelined_reads_with_cancellations_over_stdio(tmp_path: Path) -> None:
             ids.append(message["id"])
             for content in message["result"].get("contents", []):
                 answers.setdefault(content["uri"], set()).add(content["_meta"]["io.resourcekit/version"])
+                assert content["text"] == ("hello" if message["id"] % 2 else f"item {message['id']}")
         ids = [i for i in ids if i not in (0, "ping", "last")]
         assert len(ids) == len(set(ids))
         assert len(answers["text://a"]) == 1  # one version for one content

@@ -1,18 +1,14 @@
-"""Reads of ``async def`` handlers on the short paths (resourcekit/_fastread.py over stdio,
-transports/http/_fastpost.py over HTTP): a task on the loop per read, not the general path's
-request machinery, with the same answers, the replies of one loop iteration in one write, and
+"""Reads of ``async def`` handlers on the short path over stdio (resourcekit/_fastread.py; over
+HTTP: tests/test_http_fastpost.py): a task on the loop per read, not the general path's request
+machinery, with the same answers, the replies of one loop iteration in one write, and
 cancellation, the end of a session, ids in flight and the in-flight cap as on the general path."""
 
 from __future__ import annotations
 
 import asyncio
 import os
-import queue
-import subprocess
 import threading
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -21,12 +17,8 @@ import pytest
 
 from resourcekit import App, Blob, Limits, ResourceNotFound
 from resourcekit._fastread import AsyncRead
-from resourcekit.transports.http import ASGIApp
-from resourcekit.transports.http._fastpost import HttpAsyncRead
 from resourcekit.transports.stdio import serve_stdio
-from tests.helpers import command, env
 from tests.test_fastread import answered, read, session
-from tests.test_http_fastpost import Client, general_answers, in_flight
 
 pytestmark = pytest.mark.anyio
 
@@ -292,132 +284,3 @@ async def test_an_id_in_flight_and_the_inflight_cap_hold_for_async_reads() -> No
         assert set(await answered(out, {1, 2})) == {1, 2}
     finally:
         server.close()
-
-
-STDIO_APP = """
-import anyio
-from resourcekit import App
-app = App("fast")
-
-@app.resource("text://a")
-async def text() -> str:
-    return "hello"
-
-@app.template("item://{n}")
-async def item(n: str) -> str:
-    if int(n) % 3 == 0:
-        await anyio.sleep(0.001)
-    return f"item {n}"
-"""
-
-
-def test_pipelined_async_reads_with_cancellations_over_stdio(tmp_path: Path) -> None:
-    """A real ``resourcekit run`` process: 200 pipelined reads of async handlers, some suspending,
-    every seventh cancelled; every other one answered once, one version for one content."""
-    (tmp_path / "async_app.py").write_text(STDIO_APP)
-    proc = subprocess.Popen(command("run", str(tmp_path / "async_app.py")), stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env())
-    try:
-        assert proc.stdin is not None and proc.stdout is not None
-        lines = [orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})]
-        for rid in range(1, 201):
-            lines.append(read(rid, "text://a" if rid % 2 else f"item://{rid}"))
-            if rid % 7 == 0:  # may come after its answer: either is fine
-                lines.append(orjson.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                                           "params": {"requestId": rid}}))
-        lines.append(orjson.dumps({"jsonrpc": "2.0", "id": "last", "method": "ping"}))
-        proc.stdin.write(b"\n".join(lines) + b"\n")
-        proc.stdin.flush()
-        messages: queue.Queue[Any] = queue.Queue()
-        threading.Thread(target=lambda: [messages.put(orjson.loads(line)) for line in proc.stdout],
-                         daemon=True).start()
-        expected = set(range(1, 201)) - set(range(7, 201, 7))
-        ids: list[Any] = []
-        texts: dict[Any, str] = {}
-        versions: dict[str, set[str]] = {}
-        while not expected <= set(ids) or "last" not in ids:
-            message = messages.get(timeout=10)
-            assert "error" not in message, message
-            ids.append(message["id"])
-            for content in message["result"].get("contents", []):
-                texts[message["id"]] = content["text"]
-                versions.setdefault(content["uri"], set()).add(content["_meta"]["io.resourcekit/version"])
-        reads = [i for i in ids if i not in (0, "last")]
-        assert len(reads) == len(set(reads))
-        assert all(texts[i] == ("hello" if i % 2 else f"item {i}") for i in reads)
-        assert len(versions["text://a"]) == 1
-    finally:
-        proc.kill()
-        proc.wait()
-
-
-# --- over HTTP -------------------------------------------------------------------------------
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[Any]:
-    made: list[Client] = []
-
-    async def make(app: App) -> Client:
-        made.append(await Client(ASGIApp(app)).start())
-        return made[-1]
-
-    yield make
-    for c in made:
-        await c.http.aclose()
-        c.asgi.close()
-
-
-async def test_async_reads_over_http_take_the_short_way_and_answer_as_the_general_path(client: Any) -> None:
-    gate = asyncio.Event()
-    c = await client(async_app(gate))
-    got = [await c.read(rid, uri) for rid, uri in enumerate(URIS, 1)]
-    assert all(r.status_code == 200 and r.headers["content-type"] == "application/json" for r in got)
-    assert all(int(r.headers["content-length"]) == len(r.content) for r in got)
-    reads = [{"jsonrpc": "2.0", "id": rid, "method": "resources/read", "params": {"uri": uri}}
-             for rid, uri in enumerate(URIS, 1)]
-    general = sorted(await general_answers(async_app(), reads), key=lambda m: m["id"])
-    assert [r.json() for r in got] == general
-    slow = asyncio.ensure_future(c.read(100, "slow://a"))
-    await in_flight(c, 100)
-    assert type(c.conn().inflight[100]) is HttpAsyncRead  # the short way took it
-    assert (await c.read(101, "text://a")).json()["result"]["contents"][0]["text"] == "hello"  # held up by nobody
-    gate.set()
-    assert (await asyncio.wait_for(slow, 5)).json()["result"]["contents"][0]["text"] == "slow"
-    assert not c.conn().inflight
-
-
-async def test_cancelling_an_async_read_over_http_cancels_its_handler(client: Any) -> None:
-    gate, ran = asyncio.Event(), []
-    c = await client(async_app(gate, ran))
-    slow = asyncio.ensure_future(c.read(1, "slow://a", accept="application/json"))
-    await in_flight(c, 1)
-    cancel = await c.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
-    assert cancel.status_code == 202
-    response = await asyncio.wait_for(slow, 5)
-    assert response.status_code == 202 and response.content == b""  # as a cancelled sync read
-    assert ran == ["cancelled"] and not c.conn().inflight
-    again = asyncio.ensure_future(c.read(2, "slow://a"))
-    await in_flight(c, 2)
-    assert (await c.http.delete("/mcp", headers={"mcp-session-id": c.sid})).status_code == 204
-    assert (await asyncio.wait_for(again, 5)).status_code == 404  # the session ended while it waited
-    assert ran == ["cancelled", "cancelled"]
-
-
-async def test_ids_in_flight_and_the_inflight_cap_hold_for_async_reads_over_http(client: Any) -> None:
-    gate = asyncio.Event()
-    app = async_app(gate)
-    app.limits = Limits(max_inflight=2)
-    c = await client(app)
-    first = asyncio.ensure_future(c.read(1, "slow://a"))
-    await in_flight(c, 1)
-    again = await c.read(1, "text://a")
-    assert again.json()["error"]["code"] == -32600 and "in flight" in again.json()["error"]["message"]
-    second = asyncio.ensure_future(c.read(2, "slow://a"))
-    await in_flight(c, 2)
-    over = (await c.read(3, "slow://a")).json()["error"]
-    assert over["code"] == -32603 and over["data"] == {"limit": "max_inflight", "max": 2}
-    gate.set()
-    for read_ in (first, second):
-        assert (await asyncio.wait_for(read_, 5)).json()["result"]["contents"][0]["text"] == "slow"

@@ -17,15 +17,17 @@ import orjson
 import pytest
 import uvicorn
 
-from resourcekit import App, Context
+from resourcekit import App, Context, Limits
 from resourcekit.errors import InvalidParams, MCPError
 from resourcekit.protocol import Server
 from resourcekit.request import Request
 from resourcekit.transports.http import ASGIApp
-from resourcekit.transports.http._fastpost import HttpRead
+from resourcekit.transports.http._fastpost import HttpAsyncRead, HttpRead
 from tests.helpers import APPS
 from tests.http_server import http_server_process
 from tests.test_fastread import demo_app as stdio_demo_app
+from tests.test_fastread_async import URIS as ASYNC_URIS
+from tests.test_fastread_async import async_app
 
 pytestmark = pytest.mark.anyio
 
@@ -438,3 +440,60 @@ async def test_an_allowed_page_can_read_every_refusal(client: Any) -> None:
     c.sid = sid
     foreign = await c.read(4, "text://a", origin="https://evil.example.com")
     assert foreign.status_code == 403 and "access-control-allow-origin" not in foreign.headers
+
+
+# --- reads of async def handlers (the demo app of tests/test_fastread_async.py) ---------------
+
+
+async def test_async_reads_over_http_take_the_short_way_and_answer_as_the_general_path(client: Any) -> None:
+    gate = asyncio.Event()
+    c = await client(async_app(gate))
+    got = [await c.read(rid, uri) for rid, uri in enumerate(ASYNC_URIS, 1)]
+    assert all(r.status_code == 200 and r.headers["content-type"] == "application/json" for r in got)
+    assert all(int(r.headers["content-length"]) == len(r.content) for r in got)
+    reads = [{"jsonrpc": "2.0", "id": rid, "method": "resources/read", "params": {"uri": uri}}
+             for rid, uri in enumerate(ASYNC_URIS, 1)]
+    general = sorted(await general_answers(async_app(), reads), key=lambda m: m["id"])
+    assert [r.json() for r in got] == general
+    slow = asyncio.ensure_future(c.read(100, "slow://a"))
+    await in_flight(c, 100)
+    assert type(c.conn().inflight[100]) is HttpAsyncRead  # the short way took it
+    assert (await c.read(101, "text://a")).json()["result"]["contents"][0]["text"] == "hello"  # held up by nobody
+    gate.set()
+    assert (await asyncio.wait_for(slow, 5)).json()["result"]["contents"][0]["text"] == "slow"
+    assert not c.conn().inflight
+
+
+async def test_cancelling_an_async_read_over_http_cancels_its_handler(client: Any) -> None:
+    gate, ran = asyncio.Event(), []
+    c = await client(async_app(gate, ran))
+    slow = asyncio.ensure_future(c.read(1, "slow://a", accept="application/json"))
+    await in_flight(c, 1)
+    cancel = await c.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+    assert cancel.status_code == 202
+    response = await asyncio.wait_for(slow, 5)
+    assert response.status_code == 202 and response.content == b""  # as a cancelled sync read
+    assert ran == ["cancelled"] and not c.conn().inflight
+    again = asyncio.ensure_future(c.read(2, "slow://a"))
+    await in_flight(c, 2)
+    assert (await c.http.delete("/mcp", headers={"mcp-session-id": c.sid})).status_code == 204
+    assert (await asyncio.wait_for(again, 5)).status_code == 404  # the session ended while it waited
+    assert ran == ["cancelled", "cancelled"]
+
+
+async def test_ids_in_flight_and_the_inflight_cap_hold_for_async_reads_over_http(client: Any) -> None:
+    gate = asyncio.Event()
+    app = async_app(gate)
+    app.limits = Limits(max_inflight=2)
+    c = await client(app)
+    first = asyncio.ensure_future(c.read(1, "slow://a"))
+    await in_flight(c, 1)
+    again = await c.read(1, "text://a")
+    assert again.json()["error"]["code"] == -32600 and "in flight" in again.json()["error"]["message"]
+    second = asyncio.ensure_future(c.read(2, "slow://a"))
+    await in_flight(c, 2)
+    over = (await c.read(3, "slow://a")).json()["error"]
+    assert over["code"] == -32603 and over["data"] == {"limit": "max_inflight", "max": 2}
+    gate.set()
+    for read_ in (first, second):
+        assert (await asyncio.wait_for(read_, 5)).json()["result"]["contents"][0]["text"] == "slow"

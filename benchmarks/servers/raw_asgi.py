@@ -19,6 +19,8 @@ from _raw_reply import SESSIONS, new_session, reply
 
 JSON = b"application/json"
 EMPTY = {"type": "http.response.body", "body": b""}
+# None here; raw_asgi_thread.py sets an async function of the message that makes its body instead
+BODY = None
 
 
 async def app(scope, receive, send):
@@ -52,13 +54,17 @@ async def app(scope, receive, send):
         await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
         await send(EMPTY)
         return
-    data = orjson.dumps(reply(msg))
+    data = orjson.dumps(reply(msg)) if BODY is None else await BODY(msg)
     headers.append((b"content-length", b"%d" % len(data)))
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": data})
 
 
-if __name__ == "__main__":
+def serve():
     uvicorn.run(app, host="127.0.0.1", port=int(os.environ.get("BENCH_PORT", "8000")), loop="uvloop",
                 http="httptools", lifespan="off", access_log=False, server_header=False, date_header=False,
                 proxy_headers=False, log_level="warning", backlog=1024)
+
+
+if __name__ == "__main__":
+    serve()

@@ -1,6 +1,6 @@
 """The floor of a framework on uvicorn that keeps sync handlers off the event loop.
 
-``raw_asgi.py`` with one change: the reply (``_raw_reply.reply``, where a framework would call
+``raw_asgi.py`` with one change (its ``BODY``): the reply (``_raw_reply.reply``, where a framework would call
 the user's sync handler) is made in a worker thread, as the rule "a blocking handler never
 stalls other requests" asks.  Done as cheaply as that can be: the reads of one loop iteration
 go to one worker as one job (a ``SimpleQueue`` put, so one wake-up at most), the worker makes
@@ -13,17 +13,13 @@ Run: BENCH_PORT=8000 python benchmarks/servers/raw_asgi_thread.py   (BENCH_WORKL
 """
 
 import asyncio
-import os
 import threading
 from collections import deque
 from queue import SimpleQueue
 
 import orjson
-import uvicorn
-from _raw_reply import SESSIONS, new_session, reply
-
-JSON = b"application/json"
-EMPTY = {"type": "http.response.body", "body": b""}
+import raw_asgi
+from _raw_reply import reply
 
 _jobs = SimpleQueue()  # lists of (msg, future), one per loop iteration
 _done = deque()  # (future, body) made by the worker, not yet handed to the loop
@@ -69,44 +65,12 @@ def _in_worker(msg):
     return future
 
 
-async def app(scope, receive, send):
-    if scope["type"] != "http":
-        return
-    message = await receive()
-    body = message.get("body", b"")
-    while message.get("more_body"):
-        message = await receive()
-        body += message.get("body", b"")
-    try:
-        msg = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        await send({"type": "http.response.start", "status": 400, "headers": [(b"content-length", b"0")]})
-        await send(EMPTY)
-        return
-    headers = [(b"content-type", JSON)]
-    if msg.get("method") == "initialize":
-        headers.append((b"mcp-session-id", new_session()))
-    else:
-        session = None
-        for name, value in scope["headers"]:
-            if name == b"mcp-session-id":
-                session = value
-                break
-        if session not in SESSIONS:
-            await send({"type": "http.response.start", "status": 404, "headers": [(b"content-length", b"0")]})
-            await send(EMPTY)
-            return
-    if "id" not in msg:
-        await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
-        await send(EMPTY)
-        return
-    data = await _in_worker(msg) if msg.get("method") == "resources/read" else orjson.dumps(reply(msg))
-    headers.append((b"content-length", b"%d" % len(data)))
-    await send({"type": "http.response.start", "status": 200, "headers": headers})
-    await send({"type": "http.response.body", "body": data})
+async def body(msg):
+    """A read's body made in the worker; any other reply as raw_asgi.py makes it."""
+    return await _in_worker(msg) if msg.get("method") == "resources/read" else orjson.dumps(reply(msg))
 
+
+raw_asgi.BODY = body
 
 if __name__ == "__main__":
-    uvicorn.run(app, host="127.0.0.1", port=int(os.environ.get("BENCH_PORT", "8000")), loop="uvloop",
-                http="httptools", lifespan="off", access_log=False, server_header=False, date_header=False,
-                proxy_headers=False, log_level="warning", backlog=1024)
+    raw_asgi.serve()
