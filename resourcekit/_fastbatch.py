@@ -13,10 +13,10 @@ from orjson import dumps
 
 from . import telemetry
 from ._runner import QUIET, STALL, BatchJob
-from ._shortread import READ
+from ._shortread import READ, reply_line
 from .contents import TEXT_MIME
 from .errors import LimitExceeded, ResourceNotFound
-from .methods.reading import HEAD, TAIL_TEXT, TAILS, read_reply, text_tail
+from .methods.reading import HEAD, TAIL_TEXT, TAILS, text_tail
 
 if TYPE_CHECKING:
     from ._fastread import FastRead
@@ -83,7 +83,7 @@ class ReadBatch(BatchJob):
         """In a worker (maybe in several at once): make the replies, then write them."""
         items, replies, conn = self.items, self.replies, self.conn
         self.runs.append(None)  # started (BatchJob)
-        # read_reply of a short text, its most frequent case, at once (text_reply, inlined)
+        # reply_line of a short text, its most frequent case, at once (text_reply, inlined)
         tails, seen, seen_max, tracker, exact = TAILS, conn.seen, conn.seen_max, conn.app.tracker, conn.app.router.exact
         observe, versions, instance_versions = tracker.observe, tracker.versions, tracker.instance_versions
         while items:
@@ -104,7 +104,11 @@ class ReadBatch(BatchJob):
                     if known is not None and known[0] == value and known[1] == mime:
                         tail, version = known[2], known[3]
                     else:
-                        tail, version = text_tail(uri, mime, value)
+                        try:
+                            tail, version = text_tail(uri, mime, value)
+                        except TypeError:  # JSON cannot carry the text: answered as the general path answers it
+                            replies.append((req, reply_line(req, value)))
+                            continue
                     # recorded as read_result records it, unless it is what is there already
                     if (versions.get(uri) if uri in exact else instance_versions.get(uri)) is not version:
                         observe(uri, version)
@@ -114,7 +118,7 @@ class ReadBatch(BatchJob):
                         seen[uri] = version
                     data = HEAD + dumps(req.id) + tail
                 else:
-                    data = read_reply(req, handler, req.uri, value)
+                    data = reply_line(req, value)
                     if len(data) >= _BIG and not handler.remembered(BIG_KEY):
                         handler.remember(BIG_KEY, True)
             except BaseException as exc:  # the loop answers it (Request.fail)

@@ -29,11 +29,9 @@ import orjson
 
 from . import telemetry
 from ._fastbatch import BIG_KEY, ReadBatch
-from ._shortread import READ, ShortRead
-from .contents import TEXT_MIME
+from ._shortread import READ, ShortRead, reply_line
 from .eras import error_response
-from .errors import LimitExceeded, ParseError, unencodable
-from .methods.reading import TAIL_TEXT, read_result, text_reply
+from .errors import LimitExceeded, ParseError
 from .request import Request, Send
 
 if TYPE_CHECKING:
@@ -87,14 +85,7 @@ class AsyncRead(FastRead):
 
     __slots__ = ("task",)  # a slot of its own: ShortRead hides Request's under ``task = None``
 
-    def answer_of(self, value: Any) -> bytes:
-        handler = self.handler
-        if type(value) is str and len(value) <= TAIL_TEXT:  # the most common read: as a worker makes it
-            try:
-                return text_reply(self.conn, self.id, self.uri, handler.mime_type or TEXT_MIME, value)
-            except TypeError:  # a text JSON cannot carry (a lone surrogate): answered below
-                pass
-        return _encoded(self.id, read_result(self, handler, self.uri, value))
+    answer_of = reply_line
 
     def deliver(self, answer: Any) -> None:
         """The reply, written with the others of this loop iteration (one write, not one each;
@@ -105,16 +96,6 @@ class AsyncRead(FastRead):
             out = conn.fast_out = []
             conn.server.loop.call_soon(write_out, conn)
         out.append(answer)
-
-
-def _encoded(rid: Any, result: dict[str, Any]) -> bytes:
-    """A read's response line; one whose result JSON cannot carry (a lone surrogate in a ``str``)
-    is still answered, as ``Request.respond`` answers it on the general path."""
-    try:
-        return orjson.dumps({"jsonrpc": "2.0", "id": rid, "result": result}, option=orjson.OPT_APPEND_NEWLINE)
-    except TypeError as exc:
-        log.error("the result of %s could not be encoded", READ, exc_info=exc)
-        return orjson.dumps(error_response(rid, unencodable()), option=orjson.OPT_APPEND_NEWLINE)
 
 
 def write_out(conn: Connection) -> None:

@@ -11,18 +11,25 @@ duration, error code or cancellation is recorded as on the general path.
 from __future__ import annotations
 
 import asyncio
+import logging
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
+from orjson import OPT_APPEND_NEWLINE, dumps
+
 from . import telemetry
+from .contents import TEXT_MIME
 from .eras import HANDSHAKE, error_response
-from .errors import ResourceNotFound
+from .errors import ResourceNotFound, unencodable
+from .methods.reading import TAIL_TEXT, read_result, text_reply
 from .request import Request
 
 if TYPE_CHECKING:
     from .handler import Handler
 
-__all__ = ["READ", "ShortRead"]
+__all__ = ["READ", "ShortRead", "reply_line"]
+
+log = logging.getLogger("resourcekit")
 
 READ = "resources/read"
 
@@ -92,3 +99,22 @@ class ShortRead(Request):
         super().cancel()
         if self.started:
             telemetry.timed(self.conn, READ, self.started, "cancelled")
+
+
+def reply_line(req: ShortRead, value: Any) -> bytes:
+    """A short read's whole reply to the handler's ``value``, one JSON line: a short text's from
+    its remembered tail (``text_reply``), else its result encoded.  A value that is no content
+    raises, as on the general path; a result JSON cannot carry (a lone surrogate in a ``str``) is
+    answered as ``Request.respond`` answers it there (-32603, logged)."""
+    handler = req.handler
+    if type(value) is str and len(value) <= TAIL_TEXT:
+        try:
+            return text_reply(req.conn, req.id, req.uri, handler.mime_type or TEXT_MIME, value)
+        except TypeError:  # JSON cannot carry the text: answered below
+            pass
+    result = read_result(req, handler, req.uri, value)
+    try:
+        return dumps({"jsonrpc": "2.0", "id": req.id, "result": result}, option=OPT_APPEND_NEWLINE)
+    except TypeError as exc:
+        log.error("the result of %s could not be encoded", READ, exc_info=exc)
+        return dumps(error_response(req.id, unencodable()), option=OPT_APPEND_NEWLINE)

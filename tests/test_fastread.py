@@ -167,6 +167,28 @@ async def test_a_handler_with_big_replies_gets_a_job_per_read() -> None:
         server.close()
 
 
+async def test_a_sync_read_json_cannot_carry_is_answered_as_the_general_path_answers_it_on_the_wire(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The sync short path (a worker's batch) answers a short or long text with a lone surrogate
+    as the general path and the async short path do: -32603, "could not be encoded", logged."""
+    app = App("t", telemetry=False)
+    app.resource("lone://a")(lambda: "a\ud800b")
+    app.resource("lone-long://a")(lambda: "a\ud800b" * 200)
+    server, conn, out = session(app)
+    try:
+        conn.feed(read(1, "lone://a"))
+        conn.feed(read(2, "lone-long://a"))
+        assert type(conn.inflight[1]).__name__ == "FastRead"  # the short path took them
+        got = await answered(out, {1, 2})
+        for rid in (1, 2):
+            assert got[rid]["error"] == {"code": -32603,
+                                         "message": "Internal error: the result could not be encoded as JSON"}
+        assert caplog.text.count("the result of resources/read could not be encoded") == 2
+        assert "handler for resources/read failed" not in caplog.text
+    finally:
+        server.close()
+
+
 STDIO_APP = """
 from resourcekit import App
 app = App("fast")

@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from orjson import OPT_APPEND_NEWLINE, dumps
+from orjson import dumps
 
 from ..contents import TEXT_MIME, combined_version, text_version, to_contents
 from ..context import Context
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ..handler import Handler
     from ..protocol import Connection, Request
 
-__all__ = ["HEAD", "METHODS", "TAILS", "TAIL_TEXT", "read_reply", "serve", "text_reply", "text_tail"]
+__all__ = ["HEAD", "METHODS", "TAILS", "TAIL_TEXT", "read_result", "serve", "text_reply", "text_tail"]
 
 log = logging.getLogger("resourcekit")
 
@@ -163,15 +163,6 @@ def read_result(req: Request, handler: Handler, uri: str, value: Any) -> dict[st
     return cache_hints(req, result, handler) if req.modern else result
 
 
-def read_reply(req: Request, handler: Handler, uri: str, value: Any) -> bytes:
-    """The whole response to a session's read, encoded as one JSON line (by the worker that
-    ran the handler, so the loop thread only writes it)."""
-    if type(value) is str and len(value) <= TAIL_TEXT and not req.modern:
-        return text_reply(req.conn, req.id, uri, handler.mime_type or TEXT_MIME, value)
-    return dumps({"jsonrpc": "2.0", "id": req.id, "result": read_result(req, handler, uri, value)},
-                 option=OPT_APPEND_NEWLINE)
-
-
 HEAD = b'{"jsonrpc":"2.0","id":'  # a reply's bytes before its id
 _RESULT = b',"result":'
 TAIL_TEXT = 256  # characters: short texts' replies are remembered, by URI (those of read_result)
@@ -182,7 +173,8 @@ TAILS: dict[str, tuple[str, str, bytes, str]] = {}
 
 
 def text_reply(conn: Connection, rid: int | str, uri: str, mime: str, text: str) -> bytes:
-    """``read_reply`` of a short text (a handshake-era session): a read encodes its id only when
+    """The whole reply line to a session's read of a short text (a handshake-era session, made
+    by the short paths, ``_shortread.reply_line``): a read encodes its id only when
     ``uri`` served the same text before (``text_tail``); what a read records (the tracker's
     version, the session's ``seen``) is recorded on every read."""
     known = TAILS.get(uri)
