@@ -101,20 +101,23 @@ class ShortRead(Request):
             telemetry.timed(self.conn, READ, self.started, "cancelled")
 
 
-def reply_line(req: ShortRead, value: Any) -> bytes:
-    """A short read's whole reply to the handler's ``value``, one JSON line: a short text's from
-    its remembered tail (``text_reply``), else its result encoded.  A value that is no content
-    raises, as on the general path; a result JSON cannot carry (a lone surrogate in a ``str``) is
-    answered as ``Request.respond`` answers it there (-32603, logged)."""
+def reply_line(req: ShortRead, value: Any, newline: bool = True) -> bytes:
+    """A short read's whole reply to the handler's ``value``, as JSON (one line, or without its
+    newline for an HTTP body): a short text's from its remembered tail (``text_reply``), else its
+    result encoded.  A value that is no content raises, as on the general path; a result JSON
+    cannot carry (a lone surrogate in a ``str``) is answered as ``Request.respond`` answers it
+    there (-32603, logged)."""
     handler = req.handler
     if type(value) is str and len(value) <= TAIL_TEXT:
         try:
-            return text_reply(req.conn, req.id, req.uri, handler.mime_type or TEXT_MIME, value)
+            line = text_reply(req.conn, req.id, req.uri, handler.mime_type or TEXT_MIME, value)
+            return line if newline else line[:-1]
         except TypeError:  # JSON cannot carry the text: answered below
             pass
     result = read_result(req, handler, req.uri, value)
+    option = OPT_APPEND_NEWLINE if newline else 0
     try:
-        return dumps({"jsonrpc": "2.0", "id": req.id, "result": result}, option=OPT_APPEND_NEWLINE)
+        return dumps({"jsonrpc": "2.0", "id": req.id, "result": result}, option=option)
     except TypeError as exc:
         log.error("the result of %s could not be encoded", READ, exc_info=exc)
-        return dumps(error_response(req.id, unencodable()), option=OPT_APPEND_NEWLINE)
+        return dumps(error_response(req.id, unencodable()), option=option)

@@ -27,10 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from ... import telemetry
 from ..._runner import QUIET, STALL, BatchJob
-from ..._shortread import ShortRead
-from ...contents import TEXT_MIME
+from ..._shortread import ShortRead, reply_line
 from ...errors import LimitExceeded, ResourceNotFound
-from ...methods.reading import TAIL_TEXT, read_result, text_reply
 from ...request import Request
 from ._exchange import unanswered
 from ._headers import JSON_TYPE, LENGTHS, Send, content_length, encode, status_of
@@ -82,14 +80,7 @@ class HttpRead(ShortRead):
 
     def response(self, value: Any) -> Response:
         """The handler's value as the two ASGI messages of the response."""
-        handler, uri = self.handler, self.uri
-        if type(value) is str and len(value) <= TAIL_TEXT:  # the most common read: its reply's tail encoded before
-            try:
-                body = text_reply(self.conn, self.id, uri, handler.mime_type or TEXT_MIME, value)[:-1]  # no newline
-            except TypeError:  # a text JSON cannot carry (a lone surrogate): as below, its -32603
-                body = encode({"jsonrpc": "2.0", "id": self.id, "result": read_result(self, handler, uri, value)})
-        else:  # (``encode``: a result JSON cannot carry is answered as the general path answers it)
-            body = encode({"jsonrpc": "2.0", "id": self.id, "result": read_result(self, handler, uri, value)})
+        body = reply_line(self, value, newline=False)
         # the two ASGI messages of the response, made here: the loop only sends them
         size = len(body)
         return ({"type": "http.response.start", "status": 200,
