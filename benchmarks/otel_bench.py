@@ -43,7 +43,7 @@ async def child(mode: str, reads: int, telemetry: bool = True) -> float:
     configure(mode)
     sys.path.insert(0, str(ROOT))
     from resourcekit import App
-    from resourcekit.protocol import Server
+    from resourcekit.core import Server
 
     app = App("bench", telemetry=telemetry)
 

@@ -1,29 +1,36 @@
-"""Run sync handlers in worker threads, delivering results to the loop in batches.
+"""Run sync jobs in worker threads, fairly between sessions, delivering results to the loop in batches.
 
-``loop.run_in_executor`` costs a future, a wrapping future and one loop wake-up
-per call.  Here workers put results on a deque and wake the loop only when no
-wake-up is already pending, so under load one wake-up delivers many results.
-The deque is FIFO: what a worker ``post``s before its result (a handler's log
-message) reaches the loop first.
+Every session has a ``Lane``: its jobs, in the order they came.  Workers take jobs round-robin
+over the lanes that have some (after each job its lane goes to the back of the ring), so one
+session's slow handlers never keep another session's fast read waiting behind them: the next
+worker that frees up serves the other lane.  Jobs submitted during one loop iteration reach the
+workers together, once, at the end of the iteration (the *tick*): one lock and one wake-up for a
+whole block of pipelined requests.
 
-A new thread starts when no worker is idle (up to ``max_workers``), and when a job
-still waits ``STALL`` seconds after it came while workers looked idle, no worker is
-idle now and none took a job meanwhile (every worker is stuck in a slow job): a fast
-job never queues behind a slow one while a thread could be had, and a burst of fast
-jobs, merely waiting for the GIL, does not wake 32 threads to fight over it.  At most ``max_queued`` jobs
-wait; beyond that ``submit`` refuses.
+A worker that leaves a lane (to serve another, or to wait for work) calls the lane's ``flush``:
+the replies it made for that session are written together (``core.outbox``), not one by one.
 
-A ``BatchJob`` is a job several workers may run at once (a batch of reads), queued again while
-it has work left and a worker is stuck in it.
+One stall rule, looked at by the loop every ``STALL`` seconds while jobs are waiting or running:
+
+- a worker still in the job it was in at the last look is stuck: its lane's replies made so far
+  are flushed (a slow read holds up no reply made before it);
+- jobs wait and no worker took a job since the last look: an idle worker is woken, or if none
+  is idle (every worker is stuck) a thread is started (up to ``max_workers``).
+
+A new thread also starts when jobs come and no worker at all is idle; a burst of fast jobs,
+merely waiting for the GIL, does not wake 32 threads to fight over it.
+
+A lane is *held* while its session owes a reader that does not read too many bytes: no worker
+takes its jobs until it is released.  At most ``max_queued`` jobs wait over all lanes; beyond that
+``submit`` refuses.  Workers put results on a deque and wake the loop only when no wake-up is
+already pending, so under load one wake-up delivers many results; the deque is FIFO: what a
+worker ``post``s before its result (a handler's log message) reaches the loop first.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import itertools
 import logging
-import queue
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -31,17 +38,41 @@ from typing import Any
 
 from .errors import LimitExceeded
 
-__all__ = ["QUIET", "BatchJob", "ThreadRunner"]
+__all__ = ["QUIET", "STALL", "Lane", "ThreadRunner"]
 
 log = logging.getLogger("resourcekit")
 
 Callback = Callable[[bool, Any], None]
-# seconds a job may wait for an idle worker before it gets a thread: twice the GIL's switch
-# interval, so a worker merely waiting its turn for the GIL does not count as stuck
+Job = tuple[Callable[[], Any], Callback]
+# seconds between the loop's looks at the workers: twice the GIL's switch interval, so a worker
+# merely waiting its turn for the GIL does not count as stuck
 STALL = 0.01
-# what a job returns when it saw to its outcome itself (a batch of reads that wrote its replies):
-# nothing to deliver, the loop is not woken
+# what a job returns when it saw to its outcome itself (a read that answered with its reply's
+# bytes): nothing to deliver, the loop is not woken
 QUIET: Any = object()
+
+
+class Lane:
+    """One session's jobs, in order (see the module)."""
+
+    __slots__ = ("flush", "held", "jobs", "queued", "tick")
+
+    def __init__(self, flush: Callable[[], None] | None = None) -> None:
+        self.jobs: deque[Job] = deque()
+        self.flush = flush  # called when a worker leaves the lane, or is stuck in one of its jobs
+        self.queued = False  # in the runner's ring (changed under its lock)
+        self.held = False  # its session owes a reader too much: no worker takes its jobs
+        self.tick = -1  # the last tick it was submitted to
+
+
+class _Worker:
+    """What the loop's look needs of a worker: the lane and the number of the job it is in."""
+
+    __slots__ = ("job", "lane")
+
+    def __init__(self) -> None:
+        self.lane: Lane | None = None
+        self.job = 0
 
 
 class ThreadRunner:
@@ -49,76 +80,127 @@ class ThreadRunner:
         self._loop = loop
         self._max_workers = max_workers
         self._max_queued = max_queued
-        # jobs submitted (by the loop thread only) and taken (by workers, numbered by an atomic
-        # counter): a hint that the queue moves (two workers may store their numbers out of order:
-        # the queue's length is the queue's own, ``qsize``)
-        self._submitted = 0
-        self._taken = 0
-        self._takes = itertools.count(1)
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Callback] | None] = queue.SimpleQueue()
+        self._submitted = 0  # by the loop thread
+        self._taken = 0  # by workers, under the lock
+        self._ring: deque[Lane] = deque()  # lanes with jobs a worker may take, in turn
+        self._cond = threading.Condition(threading.Lock())
+        self._idle = 0  # workers waiting for a job (under the lock)
+        self._workers: list[_Worker] = []
+        self._threads: list[threading.Thread] = []
+        self._closed = False
+        self._shared = Lane()  # jobs of no session (skills, trackers)
+        self._touched: list[Lane] = []  # lanes submitted to in this tick
+        self._tick = 0
+        self._publishing = False
         self._done: deque[tuple[Callback, bool, Any]] = deque()
         self._wake_pending = False
-        self._threads: list[threading.Thread] = []
-        self._waiting: deque[None] = deque()  # one item per worker waiting for a job (atomic ops)
-        self._lock = threading.Lock()
-        self._closed = False
-        self._watching = False  # a check for a stalled job is scheduled
+        self._watching = False  # the loop's look is scheduled
+        self._looked: tuple[int, list[int]] = (-1, [])  # jobs taken, and each worker's job, at the last look
 
-    def submit(self, fn: Callable[[], Any], callback: Callback) -> None:
-        """Run ``fn()`` in a worker; ``callback(ok, result_or_exception)`` runs on the loop
-        (unless ``fn`` returned ``QUIET``)."""
-        queued = self._jobs.qsize()
-        if queued >= self._max_queued:
+    # --- the loop's side ---------------------------------------------------------------------
+
+    def submit(self, fn: Callable[[], Any], callback: Callback, lane: Lane | None = None) -> None:
+        """Run ``fn()`` in a worker, after the jobs ``lane`` holds already; ``callback(ok,
+        result_or_exception)`` runs on the loop (unless ``fn`` returned ``QUIET``).  LimitExceeded:
+        too many jobs wait."""
+        if self._submitted - self._taken >= self._max_queued:
             raise LimitExceeded("max_queued_jobs", self._max_queued, "Server busy: too many jobs waiting",
                                 code=-32603)
+        if lane is None:
+            lane = self._shared
         self._submitted += 1
-        self._jobs.put((fn, callback))
-        if len(self._threads) < self._max_workers:
-            if not self._waiting:
-                self._spawn()
-            elif not self._watching:
-                # an "idle" worker may be busy already: it took a job and has not said so yet (on
-                # 3.13 a put hands the job to a waiting worker at once, so the queue's length does
-                # not show it either): if this job still waits shortly, it gets a thread of its
-                # own.  One look per STALL at most, however many jobs come
-                self._watching = True
-                self._loop.call_later(STALL, self._unstall, self._submitted, self._taken)
+        lane.jobs.append((fn, callback))
+        tick = self._tick
+        if lane.tick != tick:
+            lane.tick = tick
+            self._touched.append(lane)
+            if not self._publishing:
+                self._publishing = True
+                self._loop.call_soon(self._publish)
 
-    def _unstall(self, job: int, taken: int) -> None:
-        """Called STALL after job ``job`` came (``taken`` jobs then taken): spawn if every worker is
-        stuck, and look again while jobs wait (one behind the job a new thread takes may be stuck too).
-
-        The queue itself says when the wait is over (``_taken`` is a hint: two workers may
-        store their numbers out of order), so an idle server never keeps looking."""
-        if self._jobs.empty() or len(self._threads) >= self._max_workers or self._closed:
-            self._watching = False  # nothing waits (jobs queued after ``job`` are watched too)
+    def _publish(self) -> None:
+        """At the end of the loop iteration: the lanes submitted to join the ring, workers wake."""
+        self._publishing = False
+        touched, self._touched = self._touched, []
+        self._tick += 1
+        if self._closed:
             return
-        if not self._waiting and self._taken == taken:  # nobody idle, nothing taken: all are stuck
+        spawn = False
+        with self._cond:
+            ring = self._ring
+            added = 0
+            for lane in touched:
+                if lane.jobs and not lane.held:
+                    added += len(lane.jobs)
+                    if not lane.queued:
+                        lane.queued = True
+                        ring.append(lane)
+            if added:
+                if self._idle:
+                    self._cond.notify(added)  # a worker per job at most: those idle
+                else:
+                    spawn = len(self._threads) < self._max_workers
+        if spawn:
             self._spawn()
-        self._loop.call_later(STALL, self._unstall, job, self._taken)
+        if added and not self._watching:
+            self._watching = True
+            self._loop.call_later(STALL, self._look)
+
+    def hold(self, lane: Lane) -> None:
+        """No worker takes ``lane``'s jobs until ``release`` (its session owes a reader too much)."""
+        lane.held = True
+
+    def release(self, lane: Lane) -> None:
+        """Workers take ``lane``'s jobs again (from the loop)."""
+        if not lane.held:
+            return
+        lane.held = False
+        if lane.jobs:
+            lane.tick = self._tick
+            self._touched.append(lane)
+            if not self._publishing:
+                self._publishing = True
+                self._loop.call_soon(self._publish)
+
+    def _look(self) -> None:
+        """Every ``STALL`` seconds while jobs wait or run: the stall rule (see the module)."""
+        taken, jobs = self._looked
+        workers = list(self._workers)
+        now = [w.job if w.lane is not None else 0 for w in workers]
+        for i, worker in enumerate(workers):
+            lane = worker.lane
+            if lane is not None and i < len(jobs) and jobs[i] == now[i] and lane.flush is not None:
+                try:
+                    lane.flush()  # stuck in a slow job: the replies made before it go out now
+                except Exception:
+                    log.exception("writing the replies of a stalled session failed")
+        with self._cond:
+            waiting = bool(self._ring)
+            stuck = waiting and self._taken == taken  # jobs wait and none was taken since the last look
+            if stuck and self._idle:
+                self._cond.notify()  # an idle worker that was not woken for them
+                stuck = False
+            self._looked = (self._taken, now)
+        if stuck:
+            self._spawn()
+        if (waiting or any(now)) and not self._closed:
+            self._loop.call_later(STALL, self._look)
+        else:
+            self._watching = False
+            self._looked = (-1, [])
 
     def _spawn(self) -> None:
-        with self._lock:
-            if len(self._threads) < self._max_workers and not self._closed:
-                thread = threading.Thread(
-                    target=self._work, name=f"resourcekit-worker-{len(self._threads)}", daemon=True
-                )
-                self._threads.append(thread)
-                thread.start()
+        with self._cond:
+            if len(self._threads) >= self._max_workers or self._closed:
+                return
+            worker = _Worker()
+            thread = threading.Thread(target=self._work, args=(worker,),
+                                      name=f"resourcekit-worker-{len(self._threads)}", daemon=True)
+            self._threads.append(thread)
+            self._workers.append(worker)
+        thread.start()
 
-    def post(self, fn: Callable[[Any], None], value: Any) -> None:
-        """From a worker: call ``fn(value)`` on the loop, in order with the results."""
-        self._done.append((lambda ok, v: fn(v), True, value))
-        self._wake()
-
-    def deliver(self, callback: Callback, ok: bool, value: Any) -> None:
-        """From a worker: ``callback(ok, value)`` on the loop, as if a job had ended (a job
-        that runs several, such as a batch of reads, answers each as it ends)."""
-        self._done.append((callback, ok, value))
-        if not self._wake_pending:
-            self._wake()
-
-    async def call(self, fn: Callable[[], Any]) -> Any:
+    async def call(self, fn: Callable[[], Any], lane: Lane | None = None) -> Any:
         """``await runner.call(fn)``: run ``fn()`` in a worker from the loop and get its result."""
         future: asyncio.Future[Any] = self._loop.create_future()
 
@@ -130,18 +212,64 @@ class ThreadRunner:
             # its awaiter was cancelled (a cancelled request) before a worker took it: nobody wants it
             return None if future.cancelled() else fn()
 
-        self.submit(job, done)
+        self.submit(job, done, lane)
         return await future
 
-    def _work(self) -> None:
-        jobs, done, waiting, takes = self._jobs, self._done, self._waiting, self._takes
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    # --- the workers' side -------------------------------------------------------------------
+
+    def post(self, fn: Callable[[Any], None], value: Any) -> None:
+        """From a worker: call ``fn(value)`` on the loop, in order with the results."""
+        self._done.append((lambda ok, v: fn(v), True, value))
+        self._wake()
+
+    def deliver(self, callback: Callback, ok: bool, value: Any) -> None:
+        """From a worker: ``callback(ok, value)`` on the loop, as if a job had ended."""
+        self._done.append((callback, ok, value))
+        if not self._wake_pending:
+            self._wake()
+
+    def _work(self, me: _Worker) -> None:
+        cond, ring, done = self._cond, self._ring, self._done
+        left: Lane | None = None  # the lane this worker served last: its replies wait for its flush
         while True:
-            waiting.append(None)
-            job = jobs.get()
-            waiting.pop()
+            job: Job | None = None
+            with cond:
+                while True:
+                    while ring and ring[0].held:  # held lanes leave the ring until released
+                        ring.popleft().queued = False
+                    if ring:
+                        lane = ring[0]
+                        job = lane.jobs.popleft()
+                        if lane.jobs:
+                            ring.rotate(-1)  # round robin: the next lane's turn
+                        else:
+                            ring.popleft()
+                            lane.queued = False
+                        self._taken += 1
+                        me.job = self._taken
+                        break
+                    if left is not None or self._closed:
+                        break  # its replies first (outside the lock), then wait
+                    self._idle += 1
+                    cond.wait()
+                    self._idle -= 1
+            if left is not None and (job is None or left is not lane):
+                flush, left = left.flush, None
+                if flush is not None:
+                    try:
+                        flush()
+                    except Exception:
+                        log.exception("writing a session's replies failed")
             if job is None:
-                return
-            self._taken = next(takes)
+                if self._closed:
+                    return
+                continue
+            left = me.lane = lane
             fn, callback = job
             try:
                 value = fn()
@@ -149,8 +277,10 @@ class ThreadRunner:
                 done.append((callback, False, exc))
             else:
                 if value is QUIET:
+                    me.lane = None
                     continue
                 done.append((callback, True, value))
+            me.lane = None
             if not self._wake_pending and not self._wake():
                 return  # loop closed while we worked: nobody to tell
 
@@ -172,52 +302,3 @@ class ThreadRunner:
                 callback(ok, value)
             except Exception:  # a bug of the callback's: the results after it still go on now
                 log.exception("delivering a worker's result failed")
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            threads = list(self._threads)
-        for _ in threads:
-            self._jobs.put(None)
-
-
-class BatchJob:
-    """A job that several workers may run at once, each taking the next part of its work (a
-    batch of reads): ``queue`` hands it to the workers, ``requeue`` again when it has work left
-    and no worker took any of it since the last look (one is stuck in a slow part), so that
-    another worker (started if none is idle) goes on with it.
-
-    It is queued again only once every job queued for it started: one still waiting in the
-    queue goes on with it when a worker comes (another would only wait behind it), and a queue
-    filled by looks would refuse other requests (``max_queued_jobs``).  A subclass's ``run``
-    begins with ``self.runs.append(None)`` (inline, not a call: a batch of reads is the hot
-    path), sees to its outcomes itself and returns ``QUIET``.
-    """
-
-    __slots__ = ("jobs", "runs")
-
-    def __init__(self) -> None:
-        self.jobs = 0  # queued (by the loop), and started by a worker (one item each:
-        self.runs: list[None] = []  # appends are atomic): one still waits in the queue while fewer started
-
-    def run(self) -> Any:
-        raise NotImplementedError
-
-    def queue(self, runner: ThreadRunner) -> None:
-        """On the loop: hand the job to ``runner``'s workers; LimitExceeded: too many jobs wait."""
-        runner.submit(self.run, _unexpected)
-        self.jobs += 1
-
-    def requeue(self, runner: ThreadRunner) -> None:
-        """On the loop, when no worker took any of the work left since the last look: queue the
-        job again, unless a job of it still waits for a worker, or too many jobs wait (the next
-        look tries again)."""
-        if len(self.runs) == self.jobs:
-            with contextlib.suppress(LimitExceeded):
-                self.queue(runner)
-
-
-def _unexpected(ok: bool, value: Any) -> None:
-    """A batch job's own outcome, were it ever delivered: it answers its parts itself."""
-    if not ok:
-        log.error("a batch of reads failed", exc_info=value)

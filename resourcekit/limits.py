@@ -30,6 +30,9 @@ class _Fields(NamedTuple):
     header_timeout: float = 10.0
     #: requests one connection (session, stdio client) may have in flight: -32603 "busy" (over HTTP too)
     max_inflight: int = 256
+    #: bytes of replies one session may owe a reader that does not read them (stdio): past it the
+    #: session's waiting requests stay unstarted and its input is not read until the reader catches up
+    max_owed_bytes: int = 4 * MiB
     #: threads for sync handlers, listers and completers
     max_workers: int = 32
     #: sync jobs waiting for a worker, across connections: -32603 "busy"

@@ -190,7 +190,7 @@ class Traced:
                 self.context = context = instruments.context.get_current()
                 presample = instruments.presample
                 if presample is not None and not context:  # a root span, sampled by the SDK's own rule
-                    trace_id, kept = presample.draw()  # (drawn ahead by dropped_root, maybe)
+                    trace_id, kept = presample.draw()  # (drawn ahead, maybe)
                     if not kept:  # dropped: no SDK span at all
                         self.span = Dropped(trace_id, presample.inner)
                         return
@@ -211,7 +211,17 @@ class Traced:
             log.exception("starting the span of %s failed", method)
 
     def __call__(self, message: Any) -> None:
-        if type(message) is dict:
+        if type(message) is bytes:  # the request's successful response, encoded already
+            span = self.span
+            if span is not None:
+                if type(span) is Dropped and self.method != "initialize":
+                    self.span = None  # the common answer of a sampled-out request: its duration only
+                    self.on.operation.record(_now() - self.start, self.attrs)
+                else:
+                    self._end({})
+            elif self.acked is not None:
+                stream_ended("listen", self.acked)
+        elif type(message) is dict:
             span = self.span
             if span is not None:
                 if message.get("id", ...) == self.rid:
@@ -276,41 +286,6 @@ class Traced:
         span.end()
         attrs = self.attrs if extra is None else {**self.attrs, **extra}
         self.on.operation.record(time.perf_counter() - self.start, attrs)
-
-
-def dropped_root() -> int:
-    """For a path that makes no span: the trace id of this root request if the SDK's ratio rule
-    drops its span (then only its duration is recorded, ``timed``), else 0: it needs a span, and
-    ``Traced``, made next on this thread, starts it with the trace id drawn here (never twice)."""
-    instruments = on
-    presample = instruments.presample if instruments is not None else None
-    if presample is None or instruments is None or instruments.context.get_current():
-        return 0
-    trace_id, kept = presample.draw()
-    if not kept:
-        return trace_id
-    presample.drawn = trace_id
-    return 0
-
-
-def redraw(trace_id: int) -> None:
-    """A request ``dropped_root`` decided goes the general way after all: ``Traced`` decides by this id."""
-    if on is not None and on.presample is not None:
-        on.presample.drawn = trace_id
-
-
-def timed(conn: Any, method: str, started: float, code: Any = None) -> None:
-    """The duration of a request answered without a span (``dropped_root``); ``code`` if it failed."""
-    instruments = on
-    if instruments is None:
-        return
-    key = (method, conn.server.transport, conn.protocol_version)
-    attrs = _ATTRIBUTES.get(key) or _attributes(key)
-    if code == "cancelled":
-        attrs = {**attrs, ERROR_TYPE: code}
-    elif code is not None:
-        attrs = {**attrs, ERROR_TYPE: str(code), STATUS_CODE: str(code)}
-    instruments.operation.record(_now() - started, attrs)
 
 
 _ATTRIBUTES: dict[tuple[str, str | None, str | None], dict[str, Any]] = {}

@@ -352,11 +352,12 @@ for i, default in enumerate([1, 1.0, True, 0.0, -0.0]):
 def test_equal_but_different_defaults_as_a_real_server_lists_them(tmp_path: Any) -> None:
     import orjson
 
-    from tests.test_fastread_lines import StdioServer
+    from tests.helpers import RawServer
 
-    with StdioServer(tmp_path, _DEFAULTS_APP) as server:
-        server.send(b'{"jsonrpc": "2.0", "id": 1, "method": "resources/templates/list"}')
-        listed = server.answer()["result"]["resourceTemplates"]
+    (tmp_path / "stdio_app.py").write_text(_DEFAULTS_APP)
+    with RawServer(tmp_path / "stdio_app.py") as server:
+        server.initialize()
+        listed = server.request(1, "resources/templates/list")["result"]["resourceTemplates"]
     shown = [orjson.dumps(t["_meta"]["io.resourcekit/variables"]["scale"]["default"]) for t in listed]
     assert shown == [b"1", b"1.0", b"true", b"0.0", b"-0.0"]
 
@@ -400,14 +401,15 @@ def today() -> Report:
 
 def test_a_wrapped_string_annotation_is_resolved_where_the_wrapped_function_lives(tmp_path: Any) -> None:
     # the wrapper's own module has no Report: get_type_hints looks in the wrapped function's globals
-    from tests.test_fastread_lines import StdioServer
+    from tests.helpers import RawServer
 
     (tmp_path / "wrapping.py").write_text(
         "import functools\n\n\ndef cached(fn):\n    @functools.wraps(fn)\n"
         "    def wrapper():\n        return fn()\n    return wrapper\n")
-    with StdioServer(tmp_path, _WRAPPED_APP) as server:
-        server.send(b'{"jsonrpc": "2.0", "id": 1, "method": "resources/list"}')
-        listed = server.answer()["result"]["resources"]
+    (tmp_path / "stdio_app.py").write_text(_WRAPPED_APP)
+    with RawServer(tmp_path / "stdio_app.py") as server:
+        server.initialize()
+        listed = server.request(1, "resources/list")["result"]["resources"]
     assert listed == [{"name": "today", "uri": "report://today", "mimeType": "application/json"}]
 
 

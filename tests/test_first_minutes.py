@@ -16,7 +16,9 @@ import pytest
 
 import resourcekit
 from resourcekit import App, DefinitionError, MCPError, resource, template
-from resourcekit.protocol import Request, Server
+from resourcekit.core import HANDSHAKE, Server
+from resourcekit.core.plan import plan_for
+from resourcekit.optin import NONE
 from resourcekit.testing import Client
 from tests.helpers import APPS, ROOT, RawServer, command, env
 from tests.mcp_client import stdio_session
@@ -259,9 +261,11 @@ def test_below_info_requests_are_not_even_timed():
     level = logger.level
     try:
         logger.setLevel(logging.WARNING)
-        assert Server(App("quiet")).request_type is Request
+        assert not Server(App("quiet")).logged  # no step of any plan is wrapped
+        assert plan_for(HANDSHAKE, NONE, False)["ping"] is HANDSHAKE.methods["ping"]
         logger.setLevel(logging.INFO)
-        assert Server(App("loud")).request_type is not Request
+        assert Server(App("loud")).logged
+        assert plan_for(HANDSHAKE, NONE, True)["ping"] is not HANDSHAKE.methods["ping"]
     finally:
         logger.setLevel(level)
 

@@ -6,11 +6,14 @@ import asyncio
 import enum
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
+import orjson
 import pytest
 
 from resourcekit import App, Context, Limits, MCPError
-from resourcekit.protocol import Connection, Server
+from resourcekit.core import Connection, Server
 from resourcekit.testing import Client
 
 pytestmark = pytest.mark.anyio
@@ -163,11 +166,16 @@ async def test_notify_list_changed_with_an_endless_lister_answers() -> None:
 # --- findings 8 and 13: workers, in-flight requests, cancelled batch members ----------------------
 
 
+def decoded(out: list) -> Callable[[Any], None]:
+    """A connection's ``send`` that keeps each message decoded (a response comes encoded)."""
+    return lambda m: out.append(orjson.loads(m) if type(m) is bytes else m)
+
+
 def core(app: App, version: str = "2025-11-25") -> tuple[Server, Connection, list]:
     server = Server(app)
     server.start()
     out: list = []
-    conn = server.connect(out.append)
+    conn = server.connect(decoded(out))
     conn.receive({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
     out.clear()
@@ -403,7 +411,7 @@ async def test_an_http_listen_stream_ends_with_its_result_after_its_lifetime() -
     server = Server(app)
     server.start()
     out: list = []
-    conn = server.connect(out.append, stateless=True)  # one HTTP request's connection
+    conn = server.connect(decoded(out), stateless=True)  # one HTTP request's connection
     try:
         meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                 "io.modelcontextprotocol/clientCapabilities": {}}
@@ -431,29 +439,18 @@ async def test_concurrent_subscribes_stay_under_the_cap() -> None:
         server.close()
 
 
-async def test_a_job_stuck_behind_busy_workers_gets_a_thread_but_a_moving_queue_does_not() -> None:
-    from resourcekit._runner import ThreadRunner
+async def test_a_job_stuck_behind_a_busy_worker_gets_a_thread_at_the_next_look() -> None:
+    from resourcekit._runner import STALL, ThreadRunner
 
     runner = ThreadRunner(asyncio.get_running_loop(), max_workers=4)
     release = threading.Event()
     try:
-        runner.submit(lambda: release.wait(5), lambda ok, v: None)  # the only thread, stuck
-        for _ in range(200):
-            if not runner._waiting and runner._taken == 1:
-                break
-            await asyncio.sleep(0.005)
-        runner._jobs.put((lambda: "late", lambda ok, v: None))  # queued as if a worker looked idle
-        runner._submitted += 1
-        runner._watching = True
-        runner._unstall(runner._submitted, runner._taken + 1)  # the queue moved meanwhile: look again
-        assert len(runner._threads) == 1 and runner._watching
-        runner._unstall(runner._submitted, runner._taken)  # nothing moved, nobody idle: a new thread
-        assert len(runner._threads) == 2
-        for _ in range(200):
-            if runner._taken == 2:
-                break
-            await asyncio.sleep(0.005)
-        assert runner._taken == 2
+        slow = asyncio.ensure_future(runner.call(lambda: release.wait(5)))  # the only thread, stuck
+        await asyncio.sleep(STALL * 3)
+        started = time.monotonic()
+        assert await asyncio.wait_for(runner.call(lambda: "late"), 2) == "late"
+        assert time.monotonic() - started < 1.0  # not after the slow one: a thread of its own
+        assert not slow.done()
     finally:
         release.set()
         runner.close()

@@ -11,6 +11,7 @@
 | ``tools`` | tools/list, tools/call: the resources as tools, when the app sets ``resource_tools`` |
 
 Nothing patches these tables later: what a method does is in the module it is named after.
+``COMPILERS`` names the methods whose step depends on the session's profile (``core.plan``).
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from ._base import PENDING, Method, Notification
 from .subscriptions import Subscriptions
 
 if TYPE_CHECKING:
-    from ..protocol import Request
+    from ..eras import Era
+    from ..optin import OptIn
 
-__all__ = ["HANDSHAKE_METHODS", "NOTIFICATIONS", "ON_CANCEL", "PENDING", "STATELESS_METHODS", "Subscriptions"]
+__all__ = ["COMPILERS", "HANDSHAKE_METHODS", "NOTIFICATIONS", "PENDING", "STATELESS_METHODS", "Subscriptions"]
 
 _BOTH: dict[str, Method] = {**reading.METHODS, **listing.METHODS, **completion.METHODS, **skills.METHODS,
                             **tools.METHODS}
@@ -38,4 +40,4 @@ STATELESS_METHODS: Mapping[str, Method] = MappingProxyType(
     {**_BOTH, **lifecycle.STATELESS, **subscriptions.STATELESS}
 )
 NOTIFICATIONS: Mapping[str, Notification] = MappingProxyType(dict(lifecycle.NOTIFICATIONS))
-ON_CANCEL: Mapping[str, Callable[[Request], None]] = MappingProxyType(dict(subscriptions.ON_CANCEL))
+COMPILERS: Mapping[str, Callable[[Era, OptIn], Method]] = MappingProxyType({"resources/read": reading.compile_read})

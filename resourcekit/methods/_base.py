@@ -14,8 +14,8 @@ from ..errors import InvalidParams, LimitExceeded
 from ..pagination import decode_cursor
 
 if TYPE_CHECKING:
+    from ..core import Connection, Request
     from ..handler import Handler
-    from ..protocol import Connection, Request
 
 __all__ = ["PENDING", "Method", "Notification", "cache_hints", "check_uri", "in_worker", "str_param", "uri_param"]
 
@@ -65,10 +65,11 @@ def cache_hints(req: Request, result: dict[str, Any], handler: Handler | None = 
 
 
 def in_worker(req: Request, fn: Callable[[], dict[str, Any]]) -> Any:
-    """Answer ``req`` with ``fn()`` run in a worker thread, unless it is cancelled before it starts."""
+    """Answer ``req`` with ``fn()`` run in a worker thread (in its session's lane), encoded there,
+    unless it is cancelled before it starts."""
 
-    def job() -> dict[str, Any] | None:
-        return None if req.cancelled else fn()
+    def job() -> bytes | None:
+        return None if req.cancelled else req.encode(fn())
 
-    req.conn.server.runner.submit(job, req.complete)
+    req.conn.server.runner.submit(job, req.complete, req.conn.lane)
     return PENDING

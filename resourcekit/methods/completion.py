@@ -9,8 +9,8 @@ from ..scopes import may_read
 from ._base import Method
 
 if TYPE_CHECKING:
+    from ..core import Request
     from ..handler import Completer
-    from ..protocol import Request
 
 __all__ = ["METHODS"]
 

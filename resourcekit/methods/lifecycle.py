@@ -12,7 +12,7 @@ from ..versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, MODERN_VERSIONS
 from ._base import Method, Notification, cache_hints
 
 if TYPE_CHECKING:
-    from ..protocol import Connection, Request
+    from ..core import Connection, Request
 
 __all__ = ["HANDSHAKE", "NOTIFICATIONS", "SKILLS_EXTENSION", "STATELESS", "capabilities"]
 
@@ -44,6 +44,7 @@ def initialize(req: Request) -> dict[str, Any]:
     conn.protocol_version = version
     conn.client_capabilities = caps if type(caps) is dict else {}
     conn.optin = OptIn.of(conn.client_capabilities)
+    conn.replan()  # the session's profile is known now: its plan
     info = req.params.get("clientInfo")
     conn.client_info = info if type(info) is dict else {}
     req.version = version

@@ -42,7 +42,7 @@ from .wire import (
 )
 
 if TYPE_CHECKING:
-    from ..protocol import Request
+    from ..core import Request
 
 __all__ = ["METHODS", "children_page", "filter_for", "resources_page"]
 

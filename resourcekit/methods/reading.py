@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from orjson import dumps
 
+from .._runner import QUIET
 from ..contents import TEXT_MIME, combined_version, text_version, to_contents
 from ..context import Context
 from ..errors import InvalidParams, NotModified, ResourceNotFound
-from ..limits import put_bounded
 from ..optin import FIELDS, SEP_2093
 from ..scopes import check_read
 from ..versions import META_VERSION
@@ -37,14 +37,17 @@ from .wire import capabilities, fresh_resource, last_segment, seed_fields
 
 if TYPE_CHECKING:
     from .._runner import Callback
+    from ..core import Connection, Request
+    from ..eras import Era
     from ..handler import Handler
-    from ..protocol import Connection, Request
+    from ..optin import OptIn
 
-__all__ = ["HEAD", "METHODS", "TAILS", "TAIL_TEXT", "read_result", "serve", "text_reply", "text_tail"]
+__all__ = ["METHODS", "TAILS", "compile_read", "read_reply", "read_result", "serve", "served", "text_tail"]
 
 log = logging.getLogger("resourcekit")
 
 Build = Callable[["Request", "Handler", str, Any], dict[str, Any]]
+ReplyOf = Callable[["Request", "Handler", str, Any], bytes]
 BuildListable = Callable[["Request", "Handler", str, Any, bool], dict[str, Any]]
 
 _OWN_FIELDS = tuple(f for f in FIELDS[SEP_2093]["content"] if f not in ("capabilities", "size"))
@@ -53,43 +56,86 @@ _OWN_FIELDS = tuple(f for f in FIELDS[SEP_2093]["content"] if f not in ("capabil
 # --- the core of every read -------------------------------------------------------------------
 
 
-def serve(req: Request, uri: str, build: Build, done: Callback | None = None) -> Any:
-    """Call the handler of ``uri`` and answer ``build(req, handler, uri, value)``.
-
-    A sync handler's outcome goes to ``done(ok, result_or_exception)`` (default: the request's answer).
-    """
-    match = req.conn.app.router.match(uri)
+def serve(req: Request, uri: str, reply_of: ReplyOf, done: Callback | None = None) -> Any:
+    """Call the handler of ``uri`` and answer with ``reply_of(req, handler, uri, value)``, the
+    encoded reply: made where the handler ran (a sync handler's worker, in the session's lane),
+    and handed on from there when the session's reply takes it from any thread and no ``Context``
+    may send log messages ahead of it; else from the loop, after them.  ``done(ok, value)``: where a
+    sync handler's failure (or its reply, if not handed on from the worker) goes, on the loop
+    (default: the request's answer)."""
+    conn = req.conn
+    match = conn.app.router.match(uri)
     if match is None:
         raise ResourceNotFound(uri)
     handler = match.handler
     if req.principal is not None:  # HTTP with auth: the token must carry the resource's scopes
-        check_read(req.principal, req.conn.app, handler, uri)
+        check_read(req.principal, conn.app, handler, uri)
     kwargs = match.kwargs
-    if handler.sig.context_param is not None:
-        kwargs[handler.sig.context_param] = _context(req, uri, match.raw)
-    if handler.sig.is_async:
-        return _serve_async(req, handler, uri, kwargs, build)
+    sig = handler.sig
+    if sig.context_param is not None:
+        kwargs[sig.context_param] = _context(req, uri, match.raw)
+    elif req.threadsafe and not sig.is_async:
+        conn.server.runner.submit(_Answer(req, handler, uri, kwargs, reply_of), done or req.complete, conn.lane)
+        return PENDING
+    if sig.is_async:
+        return _serve_async(req, handler, uri, kwargs, reply_of)
     fn = handler.fn
 
-    def job() -> dict[str, Any] | None:
+    def job() -> bytes | None:
         if req.cancelled:
             return None  # cancelled while it waited for a worker: nobody wants it
         try:
-            return build(req, handler, uri, fn(**kwargs))
+            return reply_of(req, handler, uri, fn(**kwargs))
         except ResourceNotFound:
-            req.conn.app.router.forget(uri)  # no cache slot for what is not there
+            conn.app.router.forget(uri)  # no cache slot for what is not there
             raise
 
-    req.conn.server.runner.submit(job, done or req.complete)
+    conn.server.runner.submit(job, done or req.complete, conn.lane)
     return PENDING
 
 
-async def _serve_async(req: Request, handler: Handler, uri: str, kwargs: dict[str, Any], build: Build) -> Any:
+class _Answer:
+    """A sync handler's read, as a worker job that answers it itself (``Request.answer``)."""
+
+    __slots__ = ("handler", "kwargs", "reply_of", "req", "uri")
+
+    def __init__(self, req: Request, handler: Handler, uri: str, kwargs: dict[str, Any], reply_of: ReplyOf) -> None:
+        self.req = req
+        self.handler = handler
+        self.uri = uri
+        self.kwargs = kwargs
+        self.reply_of = reply_of
+
+    def __call__(self) -> Any:
+        req = self.req
+        if req.cancelled:
+            return QUIET  # cancelled while it waited for a worker: nobody wants it
+        kwargs = self.kwargs
+        try:
+            value = self.handler.fn(**kwargs) if kwargs else self.handler.fn()
+            data = self.reply_of(req, self.handler, self.uri, value)
+        except ResourceNotFound:
+            req.conn.app.router.forget(self.uri)  # no cache slot for what is not there
+            raise
+        req.answer(data)
+        return QUIET
+
+
+async def _serve_async(req: Request, handler: Handler, uri: str, kwargs: dict[str, Any], reply_of: ReplyOf) -> Any:
     try:
-        return build(req, handler, uri, await handler.fn(**kwargs))
+        return reply_of(req, handler, uri, await handler.fn(**kwargs))
     except ResourceNotFound:
         req.conn.app.router.forget(uri)
         raise
+
+
+def encoded(build: Build) -> ReplyOf:
+    """A reply maker from a result maker: the result, encoded by the request."""
+
+    def reply_of(req: Request, handler: Handler, uri: str, value: Any) -> bytes:
+        return req.encode(build(req, handler, uri, value))
+
+    return reply_of
 
 
 def _context(req: Request, uri: str, raw: dict[str, Any]) -> Context:
@@ -122,12 +168,12 @@ def _serve_listable(req: Request, uri: str, build: BuildListable, *, need_listab
     handler = match.handler
     check_read(req.principal, req.conn.app, handler, uri)  # before children= runs
     if not need_listable or handler.children is None:
-        return serve(req, uri, lambda r, h, u, v: build(r, h, u, v, False))
+        return serve(req, uri, lambda r, h, u, v: r.encode(build(r, h, u, v, False)))
 
     async def checked() -> Any:
         is_listable = await req.conn.server.runner.call(
-            lambda: listable(req.conn, handler, match.kwargs, strict=False))
-        outcome = serve(req, uri, lambda r, h, u, v: build(r, h, u, v, is_listable and h is handler))
+            lambda: listable(req.conn, handler, match.kwargs, strict=False), req.conn.lane)
+        outcome = serve(req, uri, lambda r, h, u, v: r.encode(build(r, h, u, v, is_listable and h is handler)))
         return outcome if outcome is PENDING else await outcome
 
     return checked()
@@ -137,10 +183,18 @@ def _serve_listable(req: Request, uri: str, build: BuildListable, *, need_listab
 
 
 def read(req: Request) -> Any:
-    uri = uri_param(req)
-    if req.optin.sep_2093:  # contents that carry Resource metadata
-        return _serve_listable(req, uri, _read_result_sep_2093, need_listable=True)
-    return serve(req, uri, read_result)
+    """``resources/read``: the handler's value as contents, encoded where the handler ran."""
+    return serve(req, uri_param(req), read_reply)
+
+
+def read_sep_2093(req: Request) -> Any:
+    """``resources/read`` for a SEP-2093 client: contents that carry Resource metadata."""
+    return _serve_listable(req, uri_param(req), _read_result_sep_2093, need_listable=True)
+
+
+def compile_read(era: Era, optin: OptIn) -> Method:
+    """The read of a profile: a SEP-2093 client's contents carry metadata, nobody else's do."""
+    return read_sep_2093 if optin.sep_2093 else read
 
 
 def read_result(req: Request, handler: Handler, uri: str, value: Any) -> dict[str, Any]:
@@ -152,15 +206,42 @@ def read_result(req: Request, handler: Handler, uri: str, value: Any) -> dict[st
         contents = to_contents(uri, value, handler.mime_type)
         version = combined_version(contents)
         wire = [c.to_wire(META_VERSION) for c in contents]
-    conn = req.conn
-    conn.app.tracker.observe(uri, version)
-    if not conn.stateless:  # where a subscription would start; put_bounded, inlined (hot path)
-        seen = conn.seen
-        if len(seen) >= conn.seen_max and uri not in seen:
-            seen.clear()
-        seen[uri] = version
+    served(req.conn, uri, version)
     result = {"contents": wire}
     return cache_hints(req, result, handler) if req.modern else result
+
+
+def read_reply(req: Request, handler: Handler, uri: str, value: Any) -> bytes:
+    """A read's whole reply to the handler's ``value``, as one JSON line: a short text's in a
+    handshake-era session from its remembered tail (``text_tail``: only its id is encoded when
+    the URI served the same text before), anything else its result encoded."""
+    if type(value) is str and len(value) <= TAIL_TEXT and not req.modern:
+        mime = handler.mime_type or TEXT_MIME
+        known = TAILS.get(uri)
+        if known is not None and known[0] == value and known[1] == mime:  # == on the same str: no compare
+            tail, version = known[2], known[3]
+        else:
+            try:
+                tail, version = text_tail(uri, mime, value)
+            except TypeError:  # JSON cannot carry the text: answered as any result that cannot be
+                return req.encode(read_result(req, handler, uri, value))
+        served(req.conn, uri, version)
+        return HEAD + dumps(req.id) + tail
+    return req.encode(read_result(req, handler, uri, value))
+
+
+def served(conn: Connection, uri: str, version: str) -> None:
+    """What a read records (from any thread): the version the tracker shows, and the session's
+    ``seen``, where a subscription would start; each left alone when it holds that already."""
+    tracker = conn.app.tracker
+    if tracker.version(uri) is not version:
+        tracker.observe(uri, version)
+    if not conn.stateless:  # put_bounded, inlined (hot path)
+        seen = conn.seen
+        if seen.get(uri) is not version:
+            if len(seen) >= conn.seen_max and uri not in seen:
+                seen.clear()
+            seen[uri] = version
 
 
 HEAD = b'{"jsonrpc":"2.0","id":'  # a reply's bytes before its id
@@ -168,27 +249,8 @@ _RESULT = b',"result":'
 TAIL_TEXT = 256  # characters: short texts' replies are remembered, by URI (those of read_result)
 _TAIL_URI = 256
 _TAIL_SIZE = 4096  # URIs (as many as the router caches); the table starts over when full
-# uri -> (text, mimeType, the reply's bytes after its id, version): read by fast reads directly
+# uri -> (text, mimeType, the reply's bytes after its id, version)
 TAILS: dict[str, tuple[str, str, bytes, str]] = {}
-
-
-def text_reply(conn: Connection, rid: int | str, uri: str, mime: str, text: str) -> bytes:
-    """The whole reply line to a session's read of a short text (a handshake-era session, made
-    by the short paths, ``_shortread.reply_line``): a read encodes its id only when
-    ``uri`` served the same text before (``text_tail``); what a read records (the tracker's
-    version, the session's ``seen``) is recorded on every read."""
-    known = TAILS.get(uri)
-    if known is not None and known[0] == text and known[1] == mime:  # == on the same str: no compare
-        tail, version = known[2], known[3]
-    else:
-        tail, version = text_tail(uri, mime, text)
-    conn.app.tracker.observe(uri, version)
-    if not conn.stateless:  # as in read_result
-        seen = conn.seen
-        if len(seen) >= conn.seen_max and uri not in seen:
-            seen.clear()
-        seen[uri] = version
-    return HEAD + dumps(rid) + tail
 
 
 def text_tail(uri: str, mime: str, text: str) -> tuple[bytes, str]:
@@ -289,9 +351,7 @@ def get(req: Request) -> Any:
         contents = to_contents(uri, value, handler.mime_type)
         version = combined_version(contents)
         tracker = req.conn.app.tracker
-        tracker.observe(uri, version)
-        if not req.conn.stateless:
-            put_bounded(req.conn.seen, uri, version, req.conn.app.limits.max_subscriptions)
+        served(req.conn, uri, version)
         if known == version:
             raise NotModified(uri, version)
         resource = fresh_resource(handler, tracker, uri)
@@ -313,7 +373,7 @@ def get(req: Request) -> Any:
 
 
 METHODS: dict[str, Method] = {
-    "resources/read": read,
+    "resources/read": read,  # compiled per profile: compile_read
     "resources/metadata": metadata,
     "resources/get": get,
 }

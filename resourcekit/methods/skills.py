@@ -21,7 +21,7 @@ from .listing import children_page
 from .wire import resource_decorator, resource_wire
 
 if TYPE_CHECKING:
-    from ..protocol import Request
+    from ..core import Request
 
 __all__ = ["METHODS"]
 

@@ -31,9 +31,9 @@ from .wire import fresh_resource, seed_fields
 
 if TYPE_CHECKING:
     from .._runner import ThreadRunner
-    from ..protocol import Connection, Request, Server
+    from ..core import Connection, Request, Server
 
-__all__ = ["HANDSHAKE", "ON_CANCEL", "STATELESS", "Subscriptions"]
+__all__ = ["HANDSHAKE", "STATELESS", "Subscriptions"]
 
 UPDATED = "notifications/resources/updated"
 LIST_CHANGED = "notifications/resources/list_changed"
@@ -320,8 +320,9 @@ async def _unsubscribe_shared(req: Request) -> dict[str, Any]:
     return {}
 
 
-async def listen(req: Request) -> Any:
-    return await req.conn.server.subscriptions.listen(req)
+def listen(req: Request) -> Any:
+    req.on_cancel = _end_listen  # cancelling the request ends the stream
+    return req.conn.server.subscriptions.listen(req)
 
 
 def _end_listen(req: Request) -> None:
@@ -330,4 +331,3 @@ def _end_listen(req: Request) -> None:
 
 HANDSHAKE: dict[str, Method] = {"resources/subscribe": subscribe, "resources/unsubscribe": unsubscribe}
 STATELESS: dict[str, Method] = {"subscriptions/listen": listen}
-ON_CANCEL: dict[str, Callable[[Request], None]] = {"subscriptions/listen": _end_listen}

@@ -23,11 +23,11 @@ from ..pagination import decode_cursor, encode_cursor
 from ..scopes import may_read
 from ._base import PENDING, Method, cache_hints, check_uri, in_worker
 from .listing import resources_page
-from .reading import read_result, serve
+from .reading import encoded, read_result, serve
 
 if TYPE_CHECKING:
+    from ..core import Request
     from ..handler import Handler
-    from ..protocol import Request
 
 __all__ = ["METHODS", "TOOLS"]
 
@@ -111,7 +111,7 @@ def _read(req: Request, arguments: dict[str, Any]) -> Any:
         return error_result("read_resource needs 'uri': the URI of a resource, as list_resources shows it")
     try:
         check_uri(req, uri)
-        outcome = serve(req, uri, _read_build, lambda ok, value: _done(req, ok, value))
+        outcome = serve(req, uri, encoded(_read_build), lambda ok, value: _done(req, ok, value))
     except InsufficientScope:
         raise  # not the tool's failure: over HTTP a 403 that tells the client which scopes to ask for
     except MCPError as exc:
@@ -119,9 +119,9 @@ def _read(req: Request, arguments: dict[str, Any]) -> Any:
     if outcome is PENDING:
         return PENDING
 
-    async def awaited() -> dict[str, Any]:
+    async def awaited() -> Any:
         try:
-            result: dict[str, Any] = await outcome
+            result = await outcome  # the encoded reply
         except MCPError as exc:
             return error_result(exc.message)
         return result

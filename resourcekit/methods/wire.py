@@ -15,7 +15,7 @@ from ..versions import META_VERSION
 from .children import listable, off_loop
 
 if TYPE_CHECKING:
-    from ..protocol import Request
+    from ..core import Request
     from ..tracking import Tracker
 
 __all__ = ["capabilities", "fresh_resource", "last_segment", "resource_wire", "resource_wires", "seed_fields"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -17,13 +18,13 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 if sys.platform == "linux":
     import fcntl
 
+from .._runner import ThreadRunner
+from ..core import Connection, Server, error_response
+from ..core.outbox import Outbox
 from ..errors import LimitExceeded
-from ..protocol import Connection, Server, error_response
 
 if TYPE_CHECKING:
     from ..registry import Registry
@@ -32,25 +33,23 @@ __all__ = ["run_stdio", "serve_stdio"]
 
 log = logging.getLogger("resourcekit")
 SHUTDOWN_GRACE = 5.0
-OUTPUT_HIGH_WATER = 1024 * 1024  # bytes of unread output before stdin is no longer read
 PIPE_SIZE = 1024 * 1024  # bytes a stdout pipe holds (when the system lets us)
 READ_SIZE = 64 * 1024  # bytes of stdin read at a time at most
 
 
-class _Writer:
-    """Coalesces the messages of one loop iteration into a single write.
-
-    ``send_bytes`` may also be called from a worker thread (the replies of a batch of
-    reads): when nothing waits to be written it writes at once, from that thread, and
-    the loop is not woken for it.  A lock keeps messages whole and in order.
-    """
+class _Pipe:
+    """Writes to stdout from any thread: at once while nothing waits to be written (a worker
+    writing its replies does not wake the loop), else through the loop's pipe transport, which
+    holds what the reader has not taken yet.  A lock keeps writes whole and in order."""
 
     def __init__(self, transport: Any, fd: int) -> None:
         self._transport = transport
         self._fd = fd
-        self._buffer: list[bytes | memoryview] = []
+        self._pending: list[bytes | memoryview] = []  # for the loop to hand to the transport
+        self._pending_size = 0
         self._scheduled = False
         self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
         self._lock = threading.Lock()
         self._closed = False
 
@@ -59,64 +58,61 @@ class _Writer:
         with self._lock:
             self._closed = True
 
-    def send(self, message: Any) -> None:
-        data = orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE)
-        with self._lock:
-            self._buffer.append(data)
-            if not self._scheduled:
-                self._scheduled = True
-                self._loop.call_soon(self.flush)
-
-    def send_bytes(self, lines: bytes) -> None:
-        """Messages encoded already, each ending in a newline; from any thread."""
+    def write(self, data: bytes) -> None:
         with self._lock:
             transport = self._transport
-            if self._closed:
+            if self._closed or transport.is_closing():
                 return
-            if not self._buffer and not transport.get_write_buffer_size():
-                if transport.is_closing():
-                    return
+            if not self._pending and not transport.get_write_buffer_size():
                 try:  # the pipe does not block: what does not fit now waits for the loop
-                    written = os.write(self._fd, lines)
+                    written = os.write(self._fd, data)
                 except BlockingIOError:
                     written = 0
                 except OSError:  # the client is gone: the loop sees it too
                     return
-                if written == len(lines):
+                if written == len(data):
                     return
-                self._buffer.append(memoryview(lines)[written:])
+                rest: bytes | memoryview = memoryview(data)[written:]
             else:
-                self._buffer.append(lines)
+                rest = data
+            self._pending.append(rest)
+            self._pending_size += len(rest)
             if not self._scheduled:
                 self._scheduled = True
-                with contextlib.suppress(RuntimeError):  # the loop is closed: nobody to write it
-                    self._loop.call_soon_threadsafe(self.flush)
+                if threading.get_ident() == self._loop_thread:
+                    self._loop.call_soon(self._to_transport)
+                else:
+                    with contextlib.suppress(RuntimeError):  # the loop is closed: nobody to write it
+                        self._loop.call_soon_threadsafe(self._to_transport)
 
-    def flush(self) -> None:
+    def _to_transport(self) -> None:
         with self._lock:
             self._scheduled = False
-            buffer, transport = self._buffer, self._transport
-            if buffer and not transport.is_closing():
-                if len(buffer) == 1:
-                    transport.write(buffer[0])
-                elif transport.get_write_buffer_size():  # it only appends them to its buffer: no joined copy
-                    for data in buffer:
+            pending, self._pending, self._pending_size = self._pending, [], 0
+            transport = self._transport
+            if pending and not transport.is_closing():
+                if len(pending) == 1:
+                    transport.write(pending[0])
+                else:  # it only appends them to its buffer: no joined copy
+                    for data in pending:
                         transport.write(data)
-                else:
-                    transport.write(b"".join(buffer))
-                buffer.clear()
+
+    def owed(self) -> int:
+        """Bytes taken and not written yet: the reader has not read them."""
+        owed: int = self._pending_size + self._transport.get_write_buffer_size()
+        return owed
 
 
 class _Flow(asyncio.Protocol):
-    """Backpressure: stop reading stdin while the client leaves our output unread.
+    """Backpressure: the session waits while its reader leaves our output unread.
 
-    Above ``OUTPUT_HIGH_WATER`` bytes of unwritten output the pipe transport calls
-    ``pause_writing``; reading resumes once it drained.  Requests already taken
-    still answer (at most ``Limits.max_inflight`` of them), nothing more is read.
+    Above ``Limits.max_owed_bytes`` of unwritten output the pipe transport calls
+    ``pause_writing``: the session is held (``Outbox.hold``: nothing more is read or started;
+    jobs already running finish) until the reader caught up (``resume_writing``).
     """
 
     def __init__(self) -> None:
-        self.reading: Any = None  # the stdin transport, once there is one
+        self.outbox: Outbox | None = None
         self.writable = asyncio.Event()
         self.writable.set()
         self.lost = False  # the client closed our output: nothing more can be answered
@@ -130,18 +126,16 @@ class _Flow(asyncio.Protocol):
             _finish(self.done)
 
     def pause_writing(self) -> None:
-        self.writable.clear()
-        if self.reading is not None:
-            self.reading.pause_reading()
+        if self.outbox is not None:
+            self.outbox.hold()
 
     def resume_writing(self) -> None:
-        self.writable.set()
-        if self.reading is not None and not self.reading.is_closing():
-            self.reading.resume_reading()
+        if self.outbox is not None:
+            self.outbox.drained()
 
 
 class _FileTransport:
-    """The few transport methods ``_Writer`` uses, for a stdout that is a regular file."""
+    """The few transport methods ``_Pipe`` uses, for a stdout that is a regular file."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
@@ -190,7 +184,6 @@ class _Reader(asyncio.Protocol):
             self._conn.feed_lines(lines)
             if rest:
                 self._pending += rest
-        self._conn.end_of_input()
 
     def _finish_line(self, data: bytes) -> int:
         """The line begun in an earlier block (or skipped as too large) ends in ``data``?  Then
@@ -249,7 +242,6 @@ class _Reader(asyncio.Protocol):
     def eof_received(self) -> bool:
         if self._pending.strip():
             self._conn.feed(bytes(self._pending))
-            self._conn.end_of_input()
         self._pending.clear()
         if not self._done.done():
             self._done.set_result(None)
@@ -263,8 +255,9 @@ class _Reader(asyncio.Protocol):
 async def serve_stdio(app: Registry, stdin: Any = None, stdout_fd: int | None = None) -> None:
     """Serve ``app`` on stdin/stdout until EOF or SIGTERM."""
     loop = asyncio.get_running_loop()
+    limits = app.limits
     server = Server(app, "pipe")
-    server.start()
+    server.start(ThreadRunner(loop, limits.max_workers, limits.max_queued_jobs))
     out_fd = stdout_fd if stdout_fd is not None else _take_stdout()
     flow = _Flow()
     write_transport: Any
@@ -273,11 +266,12 @@ async def serve_stdio(app: Registry, stdin: Any = None, stdout_fd: int | None = 
     else:
         _widen_pipe(out_fd)
         write_transport, _ = await loop.connect_write_pipe(lambda: flow, os.fdopen(out_fd, "wb", buffering=0))
-        write_transport.set_write_buffer_limits(high=OUTPUT_HIGH_WATER)
-    writer = _Writer(write_transport, out_fd)
-    conn = server.connect(writer.send)
-    conn.send_bytes = writer.send_bytes
-    conn.input_ends_batches = True
+        write_transport.set_write_buffer_limits(high=limits.max_owed_bytes, low=limits.max_owed_bytes // 4)
+    pipe = _Pipe(write_transport, out_fd)
+    conn = server.stream(pipe.write, pipe.owed)
+    outbox = conn.send
+    assert isinstance(outbox, Outbox)
+    flow.outbox = outbox
     done: asyncio.Future[None] = loop.create_future()
     flow.done = done
     stdin = stdin if stdin is not None else sys.stdin.buffer
@@ -289,8 +283,9 @@ async def serve_stdio(app: Registry, stdin: Any = None, stdout_fd: int | None = 
         # read (three system calls, page faults); one of READ_SIZE stays on the heap
         if isinstance(getattr(read_transport, "max_size", None), int):
             read_transport.max_size = READ_SIZE
-        flow.reading = read_transport
+        outbox.on_hold = functools.partial(_reading, read_transport, flow)
     else:  # a regular file or /dev/null (nohup, systemd, docker run without -i): epoll refuses them
+        outbox.on_hold = functools.partial(_reading, None, flow)
         file_reader = loop.create_task(_read_file(stdin, reader, flow))
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGTERM, _finish, done)
@@ -305,12 +300,25 @@ async def serve_stdio(app: Registry, stdin: Any = None, stdout_fd: int | None = 
         if read_transport is None:
             file_reader.cancel()
     finally:
-        writer.flush()
+        outbox.flush()
         conn.close()
         server.close()
+        pipe._to_transport()
         await _drain_writes(write_transport)
-        writer.close()
+        pipe.close()
         write_transport.close()
+
+
+def _reading(transport: Any, flow: _Flow, held: bool) -> None:
+    """The session is held (stop reading stdin) or released (read again)."""
+    if held:
+        flow.writable.clear()
+        if transport is not None and not transport.is_closing():
+            transport.pause_reading()
+    else:
+        flow.writable.set()
+        if transport is not None and not transport.is_closing():
+            transport.resume_reading()
 
 
 def _finish(done: asyncio.Future[None]) -> None:

@@ -1,7 +1,7 @@
 """Streamable HTTP as a plain ASGI application (no web framework underneath).
 
 Only HTTP framing lives here: sessions, SSE streams, status codes, and the header
-checks of each revision.  Every protocol rule is the core's (``resourcekit.protocol``).
+checks of each revision.  Every protocol rule is the core's (``resourcekit.core``).
 A POST whose body carries ``_meta["io.modelcontextprotocol/protocolVersion"]`` (or whose
 ``MCP-Protocol-Version`` header names a stateless revision) is served statelessly as
 2026-07-28; anything else belongs to a handshake-era session that ``initialize`` opened
@@ -14,7 +14,6 @@ One module per concern, each importing only those listed after it:
 - ``asgi``: ``ASGIApp``, which routes a request through the others.
 - ``_post``: a POST to the endpoint (``ASGIApp.__call__``), admitted and parsed in one coroutine
   down to the exchange.
-- ``_fastpost``: a session's plain read of a sync handler: batched to a worker, which encodes the body.
 - ``_exchange``: one POST body in, nothing, one JSON body or an SSE stream out.
 - ``_sessions``: handshake-era sessions, their table, expiry.
 - ``_sse``: event encoding, the inbox a response waits on, resumable streams.

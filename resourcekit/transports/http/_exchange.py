@@ -13,7 +13,7 @@ import functools
 import logging
 from typing import Any
 
-from ...protocol import Connection
+from ...core import Connection
 from ._headers import JSON_TYPE, Headers, HTTPError, Receive, Send, encode, forbidden_headers, respond, status_of
 from ._sessions import Session
 from ._sse import CANCELLED, ENDED, PRIMING_VERSION, Inbox, OpenStreams, Stream, plain_event, sse_headers, write
@@ -90,7 +90,8 @@ async def exchange(
         if first is CANCELLED or first is ENDED:
             await unanswered(send, first, sse_ok)
             return
-        if type(first) is dict and "result" in first and "id" in first:  # the common answer: 200, one JSON body
+        # the common answer, encoded by the core (or a result): 200, one JSON body
+        if type(first) is bytes or (type(first) is dict and "result" in first and "id" in first):
             status = 200
         else:
             status = status_of(first, conn) if _is_final(first) else 0
@@ -209,4 +210,4 @@ def _request_ids(message: Any) -> list[Any]:
 
 
 def _is_final(message: Any) -> bool:
-    return type(message) is list or "id" in message
+    return type(message) is bytes or type(message) is list or "id" in message

@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
+from ...core import Connection, error_response
 from ...errors import HeaderMismatch, InsufficientScope, InvalidParams, InvalidRequest, MCPError, unencodable
-from ...protocol import Connection, error_response
 from ...versions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION, MODERN_VERSIONS
 
 Scope = Mapping[str, Any]
@@ -252,8 +252,11 @@ async def read_rest(message: dict[str, Any], receive: Receive, limit: int) -> by
 
 
 def encode(message: Any) -> bytes:
-    """A message as JSON; a response whose result JSON cannot carry (a lone surrogate in a
-    ``str``) becomes the -32603 error with its id (logged), so that it is still answered."""
+    """A message as JSON (a response the core encoded already passes as it is); a response whose
+    result JSON cannot carry (a lone surrogate in a ``str``) becomes the -32603 error with its id
+    (logged), so that it is still answered."""
+    if type(message) is bytes:  # one JSON line: the body is the JSON
+        return message[:-1] if message[-1:] == b"\n" else message
     try:
         return orjson.dumps(message)
     except TypeError as exc:

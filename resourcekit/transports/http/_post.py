@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
+from ...core import error_response
 from ...eras import STATELESS
 from ...errors import InvalidRequest, MCPError, ParseError
-from ...protocol import error_response
 from ...versions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION
 from ._exchange import exchange
-from ._fastpost import answered, read_http
 from ._gate import with_cors
 from ._headers import (
     HANDSHAKE_HEADERS,
@@ -47,12 +45,11 @@ if TYPE_CHECKING:
 __all__ = ["post", "refuse"]
 
 log = logging.getLogger("resourcekit")
-_monotonic = time.monotonic
 
 
 async def post(endpoint: ASGIApp, scope: Scope, receive: Receive, send: Send, mounted: bool = False) -> None:
-    """``ASGIApp.__call__``: a POST to the endpoint is served here, down to the exchange (or to
-    the answer of a plain read, ``_fastpost``); any other request goes to ``ASGIApp.route``.
+    """``ASGIApp.__call__``: a POST to the endpoint is served here, down to the exchange; any
+    other request goes to ``ASGIApp.route``.
     ``mounted``: a POST that ``route`` found (the app is mounted under a root path)."""
     # (an http scope always has its method and path: ASGI requires them)
     if not mounted and (scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != endpoint.path
@@ -96,33 +93,6 @@ async def post(endpoint: ASGIApp, scope: Scope, receive: Receive, send: Send, mo
         version = headers.get(VERSION_HEADER)
         if type(message) is dict:
             params = message.get("params")
-            if (message.get("method") == "resources/read" and type(params) is dict and "_meta" not in params
-                    and (version is None or version in HANDSHAKE_HEADERS) and principal is None and accepted[0]
-                    and endpoint.shared is None):  # a session's plain read: its own short way (_fastpost)
-                sid = headers.get(SESSION_HEADER)
-                if sid:
-                    sessions, name = endpoint.sessions, sid.decode("latin-1")
-                    session = sessions.get(name)  # ``sessions.lookup``, inlined for a live session of nobody's
-                    now = _monotonic()
-                    if session is None or session.principal is not None \
-                            or now - session.last_seen > sessions.limits.idle_timeout:
-                        session = sessions.lookup(name)  # 404, or the end of an idle session
-                    else:
-                        session.last_seen = now
-                        sessions.move_to_end(name)
-                    conn = session.conn
-                    assert conn is not None
-                    read = read_http(conn, message, params, endpoint.reads)  # to a worker, or an async handler's task
-                    if read is None:
-                        await exchange(conn, message, receive, out, accepted, endpoint.streams, session=session)
-                        return
-                    answer = await read.waiter
-                    if type(answer) is tuple:  # the response, made by the worker
-                        await out(answer[0])
-                        await out(answer[1])
-                    else:
-                        await answered(read, answer, out, accepted[1])
-                    return
             meta = params.get("_meta") if type(params) is dict else None
             if version in MODERN_HEADERS or (type(meta) is dict and META_PROTOCOL_VERSION in meta):  # 2026-07-28
                 await _post_modern(endpoint, message, headers, receive, out, accepted, principal)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ... import telemetry
-from ...protocol import Connection
+from ...core import Connection
 from ._headers import HTTPError, is_digits
 from ._sse import CANCELLED, ENDED, Inbox, Replay, Stream
 

@@ -1,8 +1,8 @@
 """``ASGIApp``: the MCP endpoint as a plain ASGI application.
 
 Every request enters ``_post.post`` (``ASGIApp.__call__``): a POST to the endpoint is served
-there, through the gate to the exchange (statelessly for 2026-07-28, else within a session; a
-session's plain read by ``_fastpost``); anything else comes to ``route``: GET to a session's
+there, through the gate to the exchange (statelessly for 2026-07-28, else within a session);
+anything else comes to ``route``: GET to a session's
 event stream, DELETE to the end of a session, health, metadata, lifespan."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from collections.abc import AsyncIterator, Iterable
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from ...protocol import Server
+from ..._runner import ThreadRunner
+from ...core import Server
 from ...versions import MODERN_VERSIONS
-from ._fastpost import Reads
 from ._gate import AuthHook, bare_host, check_host_and_origin, gate, preflight_headers, well_known, with_cors
 from ._headers import (
     ALLOW,
@@ -111,7 +111,6 @@ class ASGIApp:
             self.shared = SharedSessions(table, RedisBroker(redis, redis_prefix, max_events=replay))
         self.sessions: SessionTable = self.shared if self.shared is not None else SessionTable(table)
         self.streams = OpenStreams(max_streams, keepalive)
-        self.reads: Reads  # plain reads of sessions, batched per loop iteration (_fastpost): set with the server
         self.closed = False
         self._server: Server | None = None
         self._reaper: asyncio.Task[None] | None = None
@@ -201,8 +200,9 @@ class ASGIApp:
             if self.closed:  # shut down: a request admitted before (its body came after) starts none again
                 self.check_open()  # 503
             self._server = Server(self.app, "tcp")
-            self._server.start()
-            self.reads = Reads(self._server.loop)
+            limits = self.limits
+            self._server.start(ThreadRunner(asyncio.get_running_loop(), limits.max_workers,
+                                            limits.max_queued_jobs))
             self._reaper = asyncio.get_running_loop().create_task(self.sessions.reap())
             if self.shared is not None:
                 self.shared.broker.start(self.app.tracker)

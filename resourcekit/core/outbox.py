@@ -1,0 +1,112 @@
+"""A session's one output channel, for a transport that writes one stream (stdio).
+
+Every message for the session passes here: replies encoded in the worker that made them,
+notifications, errors.  The outbox coalesces them: those of one loop iteration go out in one
+write at its end, and those a worker made in a row for the session in one write when the worker
+leaves the session's lane (``Lane.flush``, or the runner's look at a worker stuck in a slow job).
+
+It bounds what the session may owe its reader (``Limits.max_owed_bytes``): past it the session
+is *held* (``Connection.hold``: its waiting jobs stay unstarted, what it reads waits, and the
+transport stops reading), and released once the transport took the bytes and its reader caught
+up below half the limit.  The outbox writes nothing itself: ``write`` is the transport's, and
+takes bytes from any thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from orjson import OPT_APPEND_NEWLINE, dumps
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from .engine import Connection
+
+__all__ = ["Outbox"]
+
+DRAIN_LOOK = 0.02  # seconds between looks at a held session's reader
+
+
+class Outbox:
+    """The replies and notifications of one session, on their way to its transport's ``write``."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, write: Callable[[bytes], None],
+                 owed: Callable[[], int], limit: int) -> None:
+        self._loop = loop
+        self._loop_thread = threading.get_ident()
+        self._write = write  # the transport's: any thread
+        self._owed = owed  # bytes the transport took and could not write yet
+        self.limit = limit
+        self._buffer: list[bytes] = []
+        self._size = 0
+        self._lock = threading.Lock()
+        self._scheduled = False
+        self.conn: Connection | None = None  # the session it holds when its reader owes too much
+        self.on_hold: Callable[[bool], None] | None = None  # the transport's: stop (True) or go on reading
+
+    def __call__(self, message: Any) -> None:
+        """A message for the session (``Connection.send``, a request's ``reply``), from any thread:
+        a dict or list is encoded here, a response encoded already (``bytes``) passes as it is."""
+        data = message if type(message) is bytes else dumps(message, option=OPT_APPEND_NEWLINE)
+        with self._lock:
+            self._buffer.append(data)
+            self._size += len(data)
+            over = self._size > self.limit
+        if not self._scheduled and threading.get_ident() == self._loop_thread:
+            self._scheduled = True
+            self._loop.call_soon(self.flush)
+        if over:
+            self.hold()
+
+    def flush(self) -> None:
+        """Hand what waits to the transport, in one write (from any thread)."""
+        with self._lock:
+            self._scheduled = False
+            buffer = self._buffer
+            if not buffer:
+                return
+            data = buffer[0] if len(buffer) == 1 else b"".join(buffer)
+            self._buffer = []
+            self._size = 0
+            self._write(data)  # under the lock: writes stay whole and in order
+        if self._owed() > self.limit:
+            self.hold()
+
+    def hold(self) -> None:
+        """The reader owes more than the limit: the session waits (from any thread)."""
+        conn = self.conn
+        if conn is None or conn.held:
+            return
+        conn.hold()
+        if threading.get_ident() == self._loop_thread:
+            self._stop_reading()
+        else:
+            self._loop.call_soon_threadsafe(self._stop_reading)
+
+    def _stop_reading(self) -> None:
+        if self.on_hold is not None:
+            self.on_hold(True)
+        self._loop.call_later(DRAIN_LOOK, self._look)
+
+    def _look(self) -> None:
+        """While the session is held: has its reader caught up?  (The transport says so too, when
+        it held enough to pause: ``drained``.)"""
+        conn = self.conn
+        if conn is not None and conn.held and not conn.closed:
+            self.drained()
+            if conn.held:
+                self._loop.call_later(DRAIN_LOOK, self._look)
+
+    def drained(self) -> None:
+        """On the loop, when the transport wrote what it held back: release the session once its
+        reader owes less than half the limit."""
+        conn = self.conn
+        if conn is None or not conn.held:
+            return
+        if self._size + self._owed() <= self.limit // 2:
+            if self.on_hold is not None:
+                self.on_hold(False)
+            conn.release()

@@ -1,0 +1,48 @@
+"""A session's profile and the plan compiled for it: ``{method: step}``, once per profile.
+
+A profile is what decides how a session's requests are served: its era, the extensions its
+client opted into, and the observers watching (the access log).  It changes only at
+``initialize``, so the plan for it is compiled then and cached: a handful of profiles exist in
+a process; a 2026-07-28 request, which carries its own profile, finds the plan for it here.  A method module
+may compile a step of its own for a profile (``methods.COMPILERS``: a plain session's read
+needs none of SEP-2093's metadata); observers wrap every step the same way, like middleware,
+and never change which code serves a request.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..methods import COMPILERS
+from . import observers
+
+if TYPE_CHECKING:
+    from ..eras import Era
+    from ..methods._base import Method
+    from ..optin import OptIn
+
+__all__ = ["Plan", "plan_for"]
+
+Plan = dict[str, "Method"]
+
+_PLANS: dict[tuple[str, bool, bool, bool], Plan] = {}
+
+
+def plan_for(era: Era, optin: OptIn, logged: bool) -> Plan:
+    """The plan for a profile: compiled the first time it is asked for, then the same dict."""
+    key = (era.name, optin.sep_2093, optin.resources_get, logged)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _PLANS[key] = _compile(era, optin, logged)
+    return plan
+
+
+def _compile(era: Era, optin: OptIn, logged: bool) -> Plan:
+    plan: Plan = {}
+    for name, method in era.methods.items():
+        compiler = COMPILERS.get(name)
+        step = method if compiler is None else compiler(era, optin)
+        if logged:
+            step = observers.logged(step)
+        plan[name] = step
+    return plan

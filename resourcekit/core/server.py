@@ -1,0 +1,118 @@
+"""What every connection to one App shares: the runner the transport handed in, the
+subscribers, the server's info, and the observers decided once at start (the access log,
+OpenTelemetry)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .. import telemetry
+from .._runner import ThreadRunner
+from ..methods import Subscriptions
+from . import observers
+from .engine import Connection
+from .outbox import Outbox
+from .request import Send
+
+if TYPE_CHECKING:
+    from ..registry import Registry
+
+__all__ = ["Server"]
+
+
+def _NOTHING_OWED() -> int:
+    return 0
+
+
+class Server:
+    """What every connection to one App shares: the runner, subscribers, server info."""
+
+    def __init__(self, app: Registry, transport: str | None = None) -> None:
+        self.app = app
+        self.transport = transport  # network.transport in telemetry: "pipe" (stdio), "tcp" (HTTP)
+        info: dict[str, Any] = {"name": app.name, "version": app.version}
+        if app.title:
+            info["title"] = app.title
+        if app.website_url:
+            info["websiteUrl"] = app.website_url
+        if app.icons:
+            info["icons"] = app.icons
+        self.server_info = info
+        self._runner: ThreadRunner | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self.connections: set[Connection] = set()
+        self._prober: asyncio.TimerHandle | None = None
+        self.subscriptions = Subscriptions(self)
+        # one log line per request at INFO (an observer of every plan): decided once here
+        self.logged = observers.access_log_enabled()
+        # OpenTelemetry: off for the app, or not installed, costs one attribute check per request
+        self.traced = app.telemetry and telemetry.installed()
+        if self.traced:
+            telemetry.watch(self)
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+            self._loop_thread = threading.get_ident()
+        return self._loop
+
+    def on_loop(self) -> bool:
+        """Is the caller the thread that runs this server's loop?"""
+        return threading.get_ident() == self._loop_thread
+
+    @property
+    def runner(self) -> ThreadRunner:
+        if self._runner is None:
+            limits = self.app.limits
+            self._runner = ThreadRunner(self.loop, limits.max_workers, limits.max_queued_jobs)
+        return self._runner
+
+    def start(self, runner: ThreadRunner | None = None) -> None:
+        """Bind to the running loop (call from the serving task); ``runner``: the transport's."""
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        if runner is not None:
+            self._runner = runner
+        self.app.tracker.attach(self.subscriptions)
+        if self.app.skills is not None:
+            self.app.skills.start(self._loop, self.runner)
+        if self.traced:
+            self._probe()
+
+    def _probe(self) -> None:
+        """Until an OpenTelemetry provider is configured, look for one every second: requests check a flag."""
+        if not telemetry.probe() and self._loop is not None:
+            self._prober = self._loop.call_later(telemetry.PROBE_INTERVAL, self._probe)
+
+    def close(self) -> None:
+        if self._prober is not None:
+            self._prober.cancel()
+        self.app.tracker.detach(self.subscriptions)
+        if self.app.skills is not None:
+            self.app.skills.stop()
+        if self._runner is not None:
+            self._runner.close()
+            self._runner = None
+
+    def stream(self, write: Callable[[bytes], None], owed: Callable[[], int] = _NOTHING_OWED) -> Connection:
+        """A session whose messages go out as one stream of JSON lines (stdio, ``testing.Client``)
+        through an ``Outbox``: ``write`` takes bytes from any thread; ``owed`` says how many the
+        transport took and its reader has not (``Limits.max_owed_bytes``)."""
+        outbox = Outbox(self.loop, write, owed, self.app.limits.max_owed_bytes)
+        conn = self.connect(outbox, threadsafe=True)
+        outbox.conn = conn
+        conn.lane.flush = outbox.flush  # a worker's replies for the session, written when it leaves them
+        return conn
+
+    def connect(self, send: Send, *, stateless: bool = False, threadsafe: bool = False) -> Connection:
+        """A connection whose messages not tied to a request go to ``send`` (``threadsafe``: it
+        takes encoded replies from any thread, so a worker hands its reply on itself)."""
+        conn = Connection(self, send, stateless=stateless, threadsafe=threadsafe)
+        if not stateless:
+            self.connections.add(conn)
+        return conn

@@ -1,0 +1,24 @@
+"""An app for the request pipeline's tests: a big text, a slow template and a fast resource."""
+
+import time
+
+from resourcekit import App
+
+app = App("pipeline")
+BIG = "x" * (1 << 20)
+
+
+@app.resource("big://text")
+def big() -> str:
+    return BIG
+
+
+@app.template("slow://{n}")
+def slow(n: int) -> str:
+    time.sleep(0.3)
+    return f"slow {n}"
+
+
+@app.resource("fast://x")
+def fast() -> str:
+    return "fast"

@@ -1,0 +1,90 @@
+"""What one client can make the request pipeline hold, and what it cannot take from others:
+replies owed to a reader that does not read are bounded (``Limits.max_owed_bytes``), and one
+session's slow handlers keep no other session's read waiting (the runner's lanes)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import orjson
+
+from tests.helpers import APPS, RawServer
+from tests.http_server import http_server_process
+
+APP = APPS / "pipeline_app.py"
+MiB = 1 << 20
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_a_reader_that_stops_reading_holds_the_session_not_the_replies() -> None:
+    reads = 100  # 100 MiB of replies owed once the reader stops reading
+    with RawServer(APP) as server:
+        server.initialize()
+        server.request(1, "resources/read", {"uri": "big://text"}, timeout=30)  # warm: one reply made
+        time.sleep(0.3)
+        before = rss_mib(server.proc.pid)
+        server.pump_paused = True
+        # the pump thread stops taking stdout: from here nothing the server writes is read
+        block = b"".join(orjson.dumps({"jsonrpc": "2.0", "id": 10 + i, "method": "resources/read",
+                                       "params": {"uri": "big://text"}}) + b"\n" for i in range(reads))
+        server.send_raw(block)
+        time.sleep(3.0)  # long enough for every read to be made, were the session not held
+        grown = rss_mib(server.proc.pid) - before
+        server.resume_pump()
+        ids = set()
+        while len(ids) < reads:
+            reply = server.recv(timeout=60)
+            assert len(reply["result"]["contents"][0]["text"]) == MiB
+            ids.add(reply["id"])
+        assert ids == set(range(10, 10 + reads))
+        assert server.request(999, "resources/read", {"uri": "fast://x"})["result"]["contents"][0]["text"] == "fast"
+    assert grown < 32, f"the server grew {grown:.0f} MiB while its reader did not read"
+
+
+def test_one_sessions_slow_handlers_keep_no_other_sessions_read_waiting() -> None:
+    with http_server_process(APP) as url:
+        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+        def session(client: httpx.Client, version: str) -> dict[str, str]:
+            response = client.post(url, headers=headers, json={
+                "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                    "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+            sid = response.headers["mcp-session-id"]
+            own = {**headers, "mcp-session-id": sid, "mcp-protocol-version": version}
+            client.post(url, headers=own, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+            return own
+
+        flood_done: list[float] = []
+
+        def flood() -> None:  # 300 reads of a handler that blocks 300 ms, in one batch
+            with httpx.Client(timeout=120) as client:
+                own = session(client, "2025-03-26")
+                batch = [{"jsonrpc": "2.0", "id": i, "method": "resources/read", "params": {"uri": f"slow://{i}"}}
+                         for i in range(1, 301)]
+                response = client.post(url, headers=own, json=batch)
+                flood_done.append(time.monotonic())
+                assert len(response.json()) == 300
+
+        with httpx.Client(timeout=30) as client:
+            own = session(client, "2025-11-25")
+            flooding = threading.Thread(target=flood)
+            flooding.start()
+            time.sleep(1.0)  # the flood is being served: every worker is in a slow read
+            started = time.monotonic()
+            response = client.post(url, headers=own, json={"jsonrpc": "2.0", "id": 1, "method": "resources/read",
+                                                           "params": {"uri": "fast://x"}})
+            answered = time.monotonic()
+            assert response.json()["result"]["contents"][0]["text"] == "fast"
+            flooding.join(120)
+        # answered in about one slow read's time, while the flood still had a good part to go
+        assert flood_done and flood_done[0] - answered > 0.5, "the fast read waited for the flood"
+        assert answered - started < 1.0
