@@ -103,7 +103,7 @@ def python_blocks(path: Path) -> list[Block]:
     return blocks
 
 
-PAGES = nav_pages()
+PAGES = [*nav_pages(), "../README.md"]
 
 
 def test_every_page_is_in_the_nav_and_every_marker_is_known() -> None:
