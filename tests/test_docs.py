@@ -236,3 +236,23 @@ def test_home_page_renders_in_a_browser(site: Path) -> None:
             browser.close()
     assert not errors, errors
     assert (DOCS / "site.png").is_file()  # the committed copy of the screenshot
+
+
+# --- the front page and the benchmark results ----------------------------------------------------
+
+
+def test_readme_is_a_front_page_whose_links_resolve() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.encode()) <= 12 * 1024
+    # .ci/run runs the block after this marker: the marker and a command that installs dev and runs pytest
+    command = readme.split("<!-- test-command -->\n```bash\n", 1)[1].split("\n", 1)[0]
+    assert ".venv/bin/pip install -q -e '.[dev]'" in command and command.endswith("-m pytest")
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme):
+        if not target.startswith(("http://", "https://")):
+            assert (ROOT / target).exists(), target
+
+
+def test_benchmark_results_stay_short_and_name_each_cpu() -> None:
+    results = (ROOT / "benchmarks" / "RESULTS.md").read_text()
+    assert len(results.splitlines()) <= 300
+    assert "Intel(R) Xeon(R)" in results and "AMD EPYC" in results
