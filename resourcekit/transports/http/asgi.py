@@ -269,10 +269,13 @@ class ASGIApp:
 
     def admit(self, scope: Scope, headers: RequestHeaders, send: Send) -> Send:
         """The Host and Origin checks (421, 403); ``send`` with CORS headers for an allowed origin."""
-        key = (headers.get(b"host"), headers.get(b"origin"), scope.get("server"))
+        raw = scope.get("headers", ())
+        # a header line repeated (Host, perhaps): the lines themselves, a key never kept, so every
+        # such request is judged from them (``single_host``)
+        key = (headers.get(b"host") if len(headers) == len(raw) else raw, headers.get(b"origin"), scope.get("server"))
         try:
             origin = self.admitted[key]
-        except (KeyError, TypeError):  # not seen yet (or an address given as a list)
+        except (KeyError, TypeError):  # not seen yet (or an address or the header lines given as a list)
             origin = self.judge(scope, headers, key)
         return send if origin is None else with_cors(send, origin)
 
@@ -280,6 +283,8 @@ class ASGIApp:
         """``admit`` for Host and Origin values not seen yet: checked, and the verdict kept
         (``admitted``; ``post`` looks there first)."""
         origin = check_host_and_origin(scope, headers, self.allowed_hosts, self.allowed_origins)
+        if key[0] is None:  # no Host (HTTP/1.0): not a verdict for an HTTP/1.1 request without one
+            return origin
         if len(self.admitted) >= 256:  # distinct values are few unless someone makes them up
             self.admitted.clear()
         with contextlib.suppress(TypeError):
