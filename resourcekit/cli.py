@@ -36,13 +36,14 @@ LIMIT_FLAGS: list[tuple[str, type[int] | type[float], str]] = [
     ("--max-stream-lifetime", float, "HTTP: seconds one GET stream stays open"),
     ("--max-header-bytes", int, "HTTP: bytes of a request's header section"),
     ("--header-timeout", float, "HTTP: seconds to send a complete header section"),
+    ("--body-timeout", float, "HTTP: seconds to send a whole request body (after its header section)"),
 ]
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 INSTALL_HOSTS = ("claude-code", "claude-desktop", "cursor", "vscode")  # install.HOSTS (a test keeps them equal)
 AUTH_FLAGS = ("--auth-issuer", "--auth-audience", "--auth-jwks", "--auth-introspection", "--auth-scope")
 HTTP_ONLY = ("--host", "--port", "--reload", "--redis", "--redis-prefix", "--workers", "--metrics", "--max-sessions",
              "--session-idle-timeout", "--max-replay-bytes", "--max-stream-lifetime", "--max-header-bytes",
-             "--header-timeout", *AUTH_FLAGS)
+             "--header-timeout", "--body-timeout", *AUTH_FLAGS)
 
 
 class _HelpFormatter(argparse.HelpFormatter):

@@ -28,6 +28,9 @@ class _Fields(NamedTuple):
     max_header_bytes: int = 64 * KiB
     #: seconds a client may take to send a complete header section: the connection is closed
     header_timeout: float = 10.0
+    #: seconds a client may take to send a whole HTTP request body once its header section is complete:
+    #: HTTP 408 and the connection closed
+    body_timeout: float = 30.0
     #: requests one connection (session, stdio client) may have in flight: -32603 "busy" (over HTTP too)
     max_inflight: int = 256
     #: threads for sync handlers, listers and completers
