@@ -59,6 +59,10 @@ class _Fields(NamedTuple):
     page_scan_budget: int = 10_000
     #: items per list page
     page_size: int = 1000
+    #: seconds between two log lines of one kind of warning a client can cause (a refused token, a
+    #: stream closed unread, Redis unreachable): the first is written, the rest counted, then one line
+    #: says "… N more in the last 60 s" (``resourcekit.logs.Repeats``)
+    log_repeat_interval: float = 60.0
 
 
 class Limits(_Fields):

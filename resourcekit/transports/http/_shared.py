@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from ...logs import Repeats
 from ...optin import RESOURCES_GET, wants
 from ...protocol import Connection
 from ...scaleout.broker import UNAVAILABLE, RedisBroker, safe_url
@@ -29,7 +30,6 @@ from ._sse import ENDED, FINISHED_GRACE, PRIMING_VERSION, Inbox, OpenStreams, ss
 log = logging.getLogger("resourcekit")
 
 RETRY_AFTER = [(b"retry-after", b"2")]
-WARN_EVERY = 10.0  # seconds between two "answering 503" lines while Redis is unreachable
 BLOCK_MS = 2000  # how long one XREAD of a GET stream waits before it looks around
 UPDATED = "notifications/resources/updated"
 Connect = Callable[[Callable[[Any], None]], Connection]
@@ -57,24 +57,21 @@ def _apply(conn: Connection, state: dict[str, str]) -> None:
 class SharedSessions(SessionTable):
     """This worker's cache of the sessions in Redis."""
 
-    __slots__ = ("broker", "refreshed", "store", "warned")
+    __slots__ = ("broker", "refreshed", "repeats", "store")
 
-    def __init__(self, limits: SessionLimits, broker: RedisBroker) -> None:
+    def __init__(self, limits: SessionLimits, broker: RedisBroker, repeats: Repeats | None = None) -> None:
         super().__init__(limits)
         self.broker = broker
         self.store = SessionStore(broker, limits.idle_timeout)
         self.refreshed: dict[str, float] = {}
-        self.warned = -WARN_EVERY
+        self.repeats = Repeats(log) if repeats is None else repeats  # a line per request is no news
         broker.handlers.update(end=self._ended_elsewhere, state=self._changed_elsewhere,
                                cancel=self._cancelled_elsewhere)
         broker.on_reconnect.append(self.refreshed.clear)  # Redis may have forgotten them: look again
 
     def available(self) -> None:
         if not self.broker.healthy:
-            now = time.monotonic()
-            if now - self.warned >= WARN_EVERY:  # a line every 10 s at most, not one per request
-                self.warned = now
-                log.warning("Redis at %s unreachable: answering 503", safe_url(self.broker.url))
+            self.repeats.warning("Redis at %s unreachable: answering 503", safe_url(self.broker.url))
             raise HTTPError(503, "Shared session store (Redis) unreachable", RETRY_AFTER)
 
     def _bind(self, session: Session) -> None:
@@ -117,7 +114,7 @@ class SharedSessions(SessionTable):
                     elif now != before:
                         await self.store.update(session.id, now)
                 except UNAVAILABLE as exc:
-                    log.error("Redis at %s: storing session state failed: %s", safe_url(self.broker.url), exc)
+                    self.repeats.error("Redis at %s: storing session state failed: %s", safe_url(self.broker.url), exc)
                     if before is None:  # a session nobody can find elsewhere: none at all
                         self.end(session)
                     raise HTTPError(503, "Shared session store (Redis) unreachable", RETRY_AFTER) from None
@@ -151,7 +148,7 @@ class SharedSessions(SessionTable):
                     raise HTTPError(404, "Session expired: initialize again")
                 self.refreshed[sid] = now
         except UNAVAILABLE as exc:
-            log.error("Redis at %s unreachable: %s", safe_url(self.broker.url), exc)
+            self.repeats.error("Redis at %s unreachable: %s", safe_url(self.broker.url), exc)
             raise HTTPError(503, "Shared session store (Redis) unreachable", RETRY_AFTER) from None
         session.last_seen = now
         self.move_to_end(sid)

@@ -1,5 +1,5 @@
-"""uvicorn's httptools protocol with a bounded header section (in bytes and in time) and a
-bounded time to send a request's body.
+"""uvicorn's httptools protocol with a bounded header section (in bytes and in time), a
+bounded time to send a request's body, and a client's disconnect told to the response it cuts.
 
 httptools (llhttp) buffers a header section of any size and uvicorn never times one
 out, so a client could send ``X: `` and megabytes without the final CRLF, or one byte
@@ -25,6 +25,11 @@ whole within ``body_timeout`` seconds (``Limits.body_timeout``), else 408 and th
 closed; the clock stops while uvicorn does not read (a pipelined request waiting its turn, a
 body the app has not read yet). A client that trickles its body a byte a second holds nothing
 for long.
+
+uvicorn tells a client's disconnect to the newest request of the connection only, so with
+pipelined requests the one being answered went on writing to a closed transport (uvloop
+raises) and uvicorn logged that it "returned without completing response": the request being
+served (``running``) is told too, and the disconnect is one DEBUG line.
 """
 
 from __future__ import annotations
@@ -64,7 +69,8 @@ class BoundedHeadersProtocol(HttpToolsProtocol):
     # slots: uvicorn's protocol keeps 28 attributes in its ``__dict__``; four more there would pass
     # the 30 keys a class's instances can share, and every attribute read in uvicorn's
     # per-request code would fall back to a plain dict lookup
-    __slots__ = ("body_of", "body_since", "body_timeout", "head", "head_since", "header_timeout", "max_header_bytes")
+    __slots__ = ("body_of", "body_since", "body_timeout", "head", "head_since", "header_timeout", "max_header_bytes",
+                 "running")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -76,6 +82,7 @@ class BoundedHeadersProtocol(HttpToolsProtocol):
         self.head_since: float | None = None  # when a sweep first saw it incomplete (loop time)
         self.body_of: Any = None  # the request whose incomplete body a sweep saw, and since when
         self.body_since = 0.0
+        self.running: Any = None  # the request being served (``self.cycle`` is the newest one parsed)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -85,7 +92,18 @@ class BoundedHeadersProtocol(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_head()
         _OPEN.discard(self)
+        cut = self.cycle if self.running is None else self.running
+        if cut is not None and not cut.response_complete:
+            if cut is not self.cycle:  # (uvicorn tells ``self.cycle`` only)
+                cut.disconnected = True
+                cut.message_event.set()
+            log.debug("connection closed before the response to %s %s was complete", cut.scope.get("method"),
+                      cut.scope.get("path"))
         super().connection_lost(exc)
+
+    def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+        self.running = cycle
+        HttpToolsProtocol._start_asgi_task(self, cycle, app)
 
     def data_received(self, data: bytes) -> None:
         transport = self.transport

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Iterable
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
+from ...logs import Repeats
 from ...protocol import Server
 from ...versions import MODERN_VERSIONS
 from ._fastpost import Reads
@@ -103,12 +104,13 @@ class ASGIApp:
                                                   max_sessions=max_sessions)
         table = SessionLimits(limits.session_idle_timeout, limits.max_sessions, limits.max_replay_bytes, replay,
                               limits.max_pending_notifications)
+        self.repeats = Repeats(log, limits.log_repeat_interval)  # warnings a client can cause at will
         self.shared: SharedSessions | None = None
         if redis:
             from ...scaleout.broker import RedisBroker
             from ._shared import SharedSessions
 
-            self.shared = SharedSessions(table, RedisBroker(redis, redis_prefix, max_events=replay))
+            self.shared = SharedSessions(table, RedisBroker(redis, redis_prefix, max_events=replay), self.repeats)
         self.sessions: SessionTable = self.shared if self.shared is not None else SessionTable(table)
         self.streams = OpenStreams(max_streams, keepalive)
         self.reads: Reads  # plain reads of sessions, batched per loop iteration (_fastpost): set with the server
@@ -336,8 +338,8 @@ class ASGIApp:
         pump: asyncio.Future[None] | None = None
 
         def overflowed() -> None:
-            log.warning("session %s…: GET stream closed: the client left %d notifications unread",
-                        session.id[:6], self.limits.max_pending_notifications)
+            self.repeats.warning("session %s…: GET stream closed: the client left %d notifications unread",
+                                 session.id[:6], self.limits.max_pending_notifications)
             if pump is not None:
                 pump.cancel()
 
