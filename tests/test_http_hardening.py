@@ -534,7 +534,8 @@ def test_cli_limit_flags_reach_the_http_server() -> None:
 
 
 @pytest.mark.parametrize("flag", [["--max-sessions", "3"], ["--session-idle-timeout", "5"], ["--port", "9"],
-                                  ["--max-replay-bytes", "10"], ["--body-timeout", "5"]])
+                                  ["--max-replay-bytes", "10"], ["--body-timeout", "5"],
+                                  ["--redis-wait", "5"]])
 def test_http_only_flags_refused_over_stdio(flag: list[str]) -> None:
     done = subprocess.run(command("run", str(APPS / "basic_app.py"), *flag), env=env(), capture_output=True,
                           text=True, timeout=30, stdin=subprocess.DEVNULL)

@@ -109,10 +109,11 @@ class SharedSessions(SessionTable):
                 now = _state(conn)
                 try:
                     if before is None:
-                        await self.store.create(session.id, {**now, "p": principal_key(session.principal)})
+                        await self.broker.answer(self.store.create(session.id, {**now,
+                                                                                "p": principal_key(session.principal)}))
                         self.refreshed[session.id] = time.monotonic()
                     elif now != before:
-                        await self.store.update(session.id, now)
+                        await self.broker.answer(self.store.update(session.id, now))
                 except UNAVAILABLE as exc:
                     self.repeats.error("Redis at %s: storing session state failed: %s", safe_url(self.broker.url), exc)
                     if before is None:  # a session nobody can find elsewhere: none at all
@@ -130,7 +131,7 @@ class SharedSessions(SessionTable):
         try:
             session = self.get(sid)
             if session is None:
-                state = await self.store.load(sid)
+                state = await self.broker.answer(self.store.load(sid))
                 if state is None or state.get("p", "") != principal_key(principal):
                     raise HTTPError(404, "Session not found or expired: initialize again")
                 session = Session(sid, self.limits, principal)
@@ -143,7 +144,7 @@ class SharedSessions(SessionTable):
             elif principal_key(session.principal) != principal_key(principal):
                 raise HTTPError(404, "Session not found or expired: initialize again")
             if now - self.refreshed.get(sid, 0.0) > self.limits.idle_timeout / 4:
-                if not await self.store.touch(sid):
+                if not await self.broker.answer(self.store.touch(sid)):
                     super().end(session)
                     raise HTTPError(404, "Session expired: initialize again")
                 self.refreshed[sid] = now
@@ -156,7 +157,7 @@ class SharedSessions(SessionTable):
 
     async def delete(self, session: Session) -> None:
         try:
-            await self.store.end(session.id)
+            await self.broker.answer(self.store.end(session.id))
         except UNAVAILABLE:
             raise HTTPError(503, "Shared session store (Redis) unreachable", RETRY_AFTER) from None
         self.end(session)
@@ -205,7 +206,7 @@ class SharedSessions(SessionTable):
         """A POST response stream that another worker runs (or ran), from Redis: the events after
         ``number``, then the rest as they come, until its final message."""
         try:
-            kept = await self.store.post_events(sid, key, "0-0", 0)
+            kept = await self.broker.answer(self.store.post_events(sid, key, "0-0", 0))
         except UNAVAILABLE:
             raise HTTPError(503, "Shared session store (Redis) unreachable", RETRY_AFTER) from None
         if not kept:
@@ -262,10 +263,10 @@ class SharedSessions(SessionTable):
                 after = last[2:] if last.startswith("r.") else ""
                 if event_id_key(after) is None:
                     raise HTTPError(400, "Unknown Last-Event-ID: not a stream of this session")
-                gap = await self.store.missed(sid, after)
+                gap = await self.broker.answer(self.store.missed(sid, after))
             else:
-                after = await self.store.cursor(sid)
-            missed = await self.store.subscribed(sid) if gap else []
+                after = await self.broker.answer(self.store.cursor(sid))
+            missed = await self.broker.answer(self.store.subscribed(sid)) if gap else []
         except UNAVAILABLE:
             raise HTTPError(503, "Shared session store (Redis) unreachable", RETRY_AFTER) from None
         streams.claim()
