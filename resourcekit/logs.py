@@ -102,4 +102,4 @@ class Repeats:
     def _write(self, level: int, msg: str, args: tuple[Any, ...], held: int, seconds: float) -> None:
         if not args:  # the template is formatted now: a literal % in it stays one
             msg = msg.replace("%", "%%")
-        self.logger.log(level, msg + " (… %s more in the last %s s)", *args, f"{held:,}", f"{seconds:.0f}")
+        self.logger.log(level, msg + " (… %s more in the last %s s)", *args, f"{held:,}", f"{round(seconds, 1):g}")

@@ -5,7 +5,9 @@ traceback, nothing from uvicorn), and a warning a client repeats at will is writ
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import logging
 import re
 import socket
 import textwrap
@@ -15,7 +17,7 @@ from pathlib import Path
 import httpx
 import orjson
 
-from resourcekit.logs import VARIANTS
+from resourcekit.logs import VARIANTS, Repeats
 from tests.auth_helpers import ResourceServer, resource_server
 from tests.helpers import APPS
 from tests.test_scaleout import wait_for
@@ -90,3 +92,34 @@ def test_a_flood_of_invalid_tokens_is_a_few_counted_lines(auth_server, tmp_path:
         assert "more in the last 1 s)" in written[-1]
         assert server.call("resources/read", {"uri": "notes://x"}, auth_server.mint(server.url, "notes:read"),
                            ).status_code == 200
+
+
+def test_repeats_counts_what_it_holds_back(caplog) -> None:
+    logger = logging.getLogger("tests.repeats")
+    caplog.set_level(logging.WARNING, "tests.repeats")
+    repeats = Repeats(logger, interval=0.2)
+    for i in range(5):  # no event loop: the count goes with the next line of the kind
+        repeats.warning("refused a request from %s", f"10.0.0.{i % 2}")
+    repeats.warning("100%% of %s", "them")  # another template: a line of its own
+    assert caplog.messages == ["refused a request from 10.0.0.0", "refused a request from 10.0.0.1", "100% of them"]
+    time.sleep(0.2)
+    repeats.warning("refused a request from %s", "10.0.0.0")
+    assert caplog.messages[-1] == "refused a request from 10.0.0.0 (… 2 more in the last 0.2 s)"
+
+    async def flood() -> None:  # on a loop, a timer writes the count when the interval ends
+        caplog.clear()
+        looped = Repeats(logger, interval=0.2)
+        for _ in range(10_000):
+            looped.warning("no literal % lost")  # (no arguments: logging formats nothing)
+        await asyncio.sleep(0.25)
+        assert caplog.messages == ["no literal % lost", "no literal % lost (… 9,999 more in the last 0.2 s)"]
+
+    asyncio.run(flood())
+
+
+def test_the_documented_example_runs(caplog) -> None:
+    caplog.set_level(logging.WARNING, "myapp")
+    example = Path(__file__).resolve().parent.parent / "docs" / "errors-and-logging.md"
+    code = example.read_text().split("```python\n")[-1].split("```")[0]
+    exec(compile(code, str(example), "exec"), {})
+    assert caplog.messages == ["refused a request from 10.0.0.7"]
