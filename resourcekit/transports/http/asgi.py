@@ -270,7 +270,7 @@ class ASGIApp:
             await refuse(scope, send, exc)
 
     def admit(self, scope: Scope, headers: RequestHeaders, send: Send) -> Send:
-        """The Host and Origin checks (421, 403); ``send`` with CORS headers for an allowed origin."""
+        """The Host and Origin checks (400, 421, 403); ``send`` with CORS headers for an allowed origin."""
         raw = scope.get("headers", ())
         # a header line repeated (Host, perhaps): the lines themselves, a key never kept, so every
         # such request is judged from them (``single_host``)
