@@ -36,13 +36,14 @@ LIMIT_FLAGS: list[tuple[str, type[int] | type[float], str]] = [
     ("--max-stream-lifetime", float, "HTTP: seconds one GET stream stays open"),
     ("--max-header-bytes", int, "HTTP: bytes of a request's header section"),
     ("--header-timeout", float, "HTTP: seconds to send a complete header section"),
+    ("--body-timeout", float, "HTTP: seconds to send a whole request body (after its header section)"),
 ]
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 INSTALL_HOSTS = ("claude-code", "claude-desktop", "cursor", "vscode")  # install.HOSTS (a test keeps them equal)
 AUTH_FLAGS = ("--auth-issuer", "--auth-audience", "--auth-jwks", "--auth-introspection", "--auth-scope")
-HTTP_ONLY = ("--host", "--port", "--reload", "--redis", "--redis-prefix", "--workers", "--metrics", "--max-sessions",
-             "--session-idle-timeout", "--max-replay-bytes", "--max-stream-lifetime", "--max-header-bytes",
-             "--header-timeout", *AUTH_FLAGS)
+HTTP_ONLY = ("--host", "--port", "--reload", "--redis", "--redis-prefix", "--redis-wait", "--workers", "--metrics",
+             "--max-sessions", "--session-idle-timeout", "--max-replay-bytes", "--max-stream-lifetime",
+             "--max-header-bytes", "--header-timeout", "--body-timeout", *AUTH_FLAGS)
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -88,6 +89,8 @@ def _add_run(run: argparse.ArgumentParser) -> None:
                      help="HTTP: share sessions and notifications with other workers through this Redis "
                           "(default $RESOURCEKIT_REDIS_URL; needs the redis extra)")
     run.add_argument("--redis-prefix", metavar="PREFIX", help="HTTP: prefix of the Redis keys (default resourcekit:)")
+    run.add_argument("--redis-wait", type=float, metavar="SECONDS",
+                     help="HTTP: wait this long at start-up for Redis (default 0: unreachable is an error at once)")
     run.add_argument("--workers", type=int, metavar="N", help="HTTP: worker processes (N > 1 needs --redis)")
     run.add_argument("--resource-tools", action="store_true",
                      help="also serve the resources as two read-only tools, for hosts that only call tools")
@@ -240,6 +243,8 @@ def _run(args: argparse.Namespace) -> None:
     redis = args.redis or os.environ.get("RESOURCEKIT_REDIS_URL") or None
     prefix = "resourcekit:" if args.redis_prefix is None else args.redis_prefix
     workers = 1 if args.workers is None else args.workers
+    if args.redis_wait is not None and redis is None:
+        raise CLIError("--redis-wait needs --redis URL (or RESOURCEKIT_REDIS_URL)")
     auth = _auth(args)
     if workers < 1:
         raise CLIError("--workers must be at least 1")
@@ -260,9 +265,11 @@ def _run(args: argparse.Namespace) -> None:
         load_app(args.target)  # fail here, once, rather than in every worker
         http.run_http(None, host=host, port=port, target=args.target, workers=workers,
                  limits={k: v for k, v in limits.items() if v is not None}, redis=redis, redis_prefix=prefix,
+                 redis_wait=args.redis_wait or 0.0,
                  **({"auth": auth} if auth is not None else {}))
         return
-    options: dict[str, Any] = {"redis": redis, "redis_prefix": prefix} if redis else {}
+    options: dict[str, Any] = {"redis": redis, "redis_prefix": prefix, "redis_wait": args.redis_wait or 0.0} \
+        if redis else {}
     if auth is not None:
         options["auth"] = auth
     if args.reload:

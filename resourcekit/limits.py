@@ -28,6 +28,9 @@ class _Fields(NamedTuple):
     max_header_bytes: int = 64 * KiB
     #: seconds a client may take to send a complete header section: the connection is closed
     header_timeout: float = 10.0
+    #: seconds a client may take to send a whole HTTP request body once its header section is complete:
+    #: HTTP 408 and the connection closed
+    body_timeout: float = 30.0
     #: requests one connection (session, stdio client) may have in flight: -32603 "busy" (over HTTP too)
     max_inflight: int = 256
     #: bytes of replies one session may owe a reader that does not read them (stdio): past it the
@@ -59,6 +62,10 @@ class _Fields(NamedTuple):
     page_scan_budget: int = 10_000
     #: items per list page
     page_size: int = 1000
+    #: seconds between two log lines of one kind of warning a client can cause (a refused token, a
+    #: stream closed unread, Redis unreachable): the first is written, the rest counted, then one line
+    #: says "… N more in the last 60 s" (``resourcekit.logs.Repeats``)
+    log_repeat_interval: float = 60.0
 
 
 class Limits(_Fields):

@@ -427,6 +427,50 @@ def test_header_section_bounded_in_size_and_time(tmp_path) -> None:
         assert ping.status_code == 200
 
 
+def test_request_body_bounded_in_time(tmp_path) -> None:
+    # --body-timeout 1: a body must be whole 1 s after its header section, else 408 and closed
+    target = tmp_path / "limited.py"
+    target.write_text(LIMITED_APP)
+    with http_server_process(target, "--body-timeout", "1") as url:
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        head = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+                b"accept: application/json\r\ncontent-length: %d\r\n\r\n")
+        body = orjson.dumps(INIT)
+        # a body trickled a byte every 0.2 s (it would take 40 s), and one never sent at all
+        trickle = socket.create_connection(("127.0.0.1", port))
+        silent = socket.create_connection(("127.0.0.1", port))
+        started = time.monotonic()
+        trickle.sendall(head % len(body))
+        silent.sendall(head % len(body))
+        answer = b""
+        trickle.settimeout(0.2)
+        for byte in body:
+            try:
+                trickle.sendall(bytes([byte]))
+                chunk = trickle.recv(4096)
+            except TimeoutError:
+                continue
+            except OSError:
+                break
+            answer += chunk
+            if not chunk:
+                break
+        assert answer.startswith(b"HTTP/1.1 408 Request Timeout\r\n") and b"connection: close" in answer
+        assert 1 <= time.monotonic() - started < 4
+        assert (_closed(silent, 4) or b"").startswith(b"HTTP/1.1 408 ")
+        # a body sent at once, and one in pieces quicker than the limit, are served meanwhile
+        whole = httpx.post(url, content=body, timeout=10,
+                           headers={"content-type": "application/json", "accept": "application/json"})
+        assert whole.status_code == 200
+        with socket.create_connection(("127.0.0.1", port)) as pieces:
+            pieces.sendall(head % len(body))
+            for start in range(0, len(body), len(body) // 3 + 1):
+                time.sleep(0.2)
+                pieces.sendall(body[start:start + len(body) // 3 + 1])
+            pieces.settimeout(5)
+            assert pieces.recv(4096).startswith(b"HTTP/1.1 200 OK")
+
+
 def _request_bytes(port: int, rid: int) -> bytes:
     body = orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": "server/discover",
                          "params": {"_meta": modern_meta()}})
@@ -490,7 +534,8 @@ def test_cli_limit_flags_reach_the_http_server() -> None:
 
 
 @pytest.mark.parametrize("flag", [["--max-sessions", "3"], ["--session-idle-timeout", "5"], ["--port", "9"],
-                                  ["--max-replay-bytes", "10"]])
+                                  ["--max-replay-bytes", "10"], ["--body-timeout", "5"],
+                                  ["--redis-wait", "5"]])
 def test_http_only_flags_refused_over_stdio(flag: list[str]) -> None:
     done = subprocess.run(command("run", str(APPS / "basic_app.py"), *flag), env=env(), capture_output=True,
                           text=True, timeout=30, stdin=subprocess.DEVNULL)

@@ -1,4 +1,4 @@
-"""Faults of a scale-out deployment: a worker killed, Redis down, Redis restarted.
+"""Faults of a scale-out deployment: a worker killed, Redis down, paused, restarted, or never there.
 
 Each test starts its own ``redis-server`` and ``resourcekit run --redis`` workers (their log
 in a file), waits on conditions, never on luck, and stops everything it started.
@@ -7,8 +7,10 @@ in a file), waits on conditions, never on luck, and stops everything it started.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -167,3 +169,79 @@ def test_redis_unreachable_then_restarted(data: Path) -> None:
         for worker in (a, b):
             assert worker.proc.poll() is None
             assert "Traceback" not in worker.output, worker.output
+
+
+INIT = request(0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                 "clientInfo": {"name": "rr", "version": "0"}})
+
+
+def test_paused_redis_is_answered_503_at_once(data: Path) -> None:
+    # SIGSTOP: connections to Redis open and then hang (not refused, as when it is down)
+    (data / "r").write_text("one")
+    with cluster(data, 1) as (redis, (a,), stack):
+        headers = initialize(a.url)
+        assert redis.proc is not None
+        pid = redis.proc.pid
+        os.kill(pid, signal.SIGSTOP)
+        stack.callback(os.kill, pid, signal.SIGCONT)  # (resumed before it is stopped, whatever happens)
+        started = time.monotonic()
+        init = post(a.url, INIT)
+        first = time.monotonic() - started
+        assert init.status_code == 503 and init.headers.get("retry-after")
+        assert first < 2.0, first  # Redis had 1 s to answer, not redis-py's socket timeout (10 s)
+        started = time.monotonic()
+        again = post(a.url, INIT)
+        assert again.status_code == 503 and again.headers.get("retry-after")
+        assert time.monotonic() - started < 0.5  # known unreachable now: at once
+        assert "Traceback" not in again.text
+        # what needs no Redis goes on: a 2026-07-28 read, a ping in a session this worker knows
+        body, modern_headers = modern("resources/read", {"uri": "data://r"})
+        read = post(a.url, body, {**modern_headers, "mcp-name": "data://r"})
+        assert read.status_code == 200 and read.json()["result"]["contents"][0]["text"] == "one"
+        wait_for(lambda: a.ready() == 503, timeout=5)
+
+        os.kill(pid, signal.SIGCONT)
+        wait_for(lambda: a.ready() == 200, timeout=10)
+        assert post(a.url, INIT).status_code == 200
+        assert post(a.url, request(1, "ping"), headers).status_code == 200
+        assert a.proc.poll() is None
+        assert "Traceback" not in a.output, a.output
+        assert a.output.count("no answer within") <= 2, a.output  # not a line per request
+
+
+@pytest.mark.parametrize("wait", [None, "1"])
+def test_unreachable_redis_at_start_up_is_an_error_at_once(tmp_path: Path, wait: str | None) -> None:
+    # a mistyped URL (nothing listens on port 1): one line and exit 1, not a server answering 503
+    extra = [] if wait is None else ["--redis-wait", wait]
+    for workers in ("1", "2"):
+        started = time.monotonic()
+        done = subprocess.run(command("run", str(FIXTURE), "--transport", "http", "--port", str(free_port()),
+                                      "--workers", workers, "--redis", "redis://localhost:1", *extra),
+                              env={**env(), "SCALE_DATA": str(tmp_path)}, capture_output=True, text=True,
+                              timeout=30, stdin=subprocess.DEVNULL)
+        took = time.monotonic() - started
+        assert done.returncode == 1, done.stderr
+        last = done.stderr.strip().splitlines()[-1]
+        assert last.startswith("resourcekit: error: Redis at redis://localhost:1 is unreachable ("), done.stderr
+        assert "Traceback" not in done.stderr
+        if wait is None:
+            assert "--redis-wait SECONDS" in last and took < 10
+        else:
+            assert "waiting up to 1 s" in done.stderr and last.endswith("after waiting 1 s") and took >= 1
+
+
+def test_redis_wait_waits_for_a_redis_started_later(data: Path) -> None:
+    redis = RedisProcess()  # its port chosen, not started yet
+    port = free_port()
+    with contextlib.ExitStack() as stack:
+        with (data.parent / "late.log").open("wb") as err:
+            proc = subprocess.Popen(command("run", str(FIXTURE), "--transport", "http", "--port", str(port),
+                                            "--redis", redis.url, "--redis-wait", "30"),
+                                    env={**env(), "SCALE_DATA": str(data)}, stdout=subprocess.DEVNULL, stderr=err)
+        stack.callback(stop_process, proc)
+        time.sleep(1)  # it waits: nothing listens yet
+        assert proc.poll() is None
+        redis.start()
+        stack.callback(redis.stop)
+        wait_for_port(port, proc)
+        assert post(f"http://127.0.0.1:{port}/mcp", INIT).status_code == 200

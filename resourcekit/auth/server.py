@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import jwt
 import orjson
 
+from ..logs import Repeats
 from ..scopes import Principal, normalize_scopes
 from ..transports.http import HTTPError
 from ._fetch import FetchError, discover, fetch_json
@@ -102,12 +103,15 @@ class OAuthResourceServer:
         self.metadata_paths = frozenset({WELL_KNOWN, WELL_KNOWN + suffix})
         self.keys = KeySet(self._jwks_url, jwks_refresh_interval)
         self._known: dict[str, tuple[Principal, float]] = {}  # token -> (principal, until)
+        self._refusals = Repeats(log)  # a client sends as many bad tokens as it likes
         self.bind(None)
 
     def bind(self, app: Registry | None) -> None:
         """Serve ``app``: a 401 names the scopes its resources need unless they say otherwise, with
         the server-wide ones (the least a client should ask for, MCP's scope selection strategy)."""
         basic = self.scopes | (app.scopes if app is not None else frozenset())
+        if app is not None:
+            self._refusals.interval = app.limits.log_repeat_interval
         self._missing = self._header(self.challenge(None, basic))
         self._invalid = self._header(self.challenge("invalid_token", basic))
 
@@ -155,7 +159,8 @@ class OAuthResourceServer:
         """The caller, or ``HTTPError`` 401/403 with the challenge."""
         value = headers.get(b"authorization")
         if query and b"access_token=" in query:
-            log.warning("auth: refused a request: access token in the query string (RFC 6750 §2.3 is not allowed)")
+            self._refusals.warning("auth: refused a request: access token in the query string (RFC 6750 §2.3 "
+                                   "is not allowed)")
             raise HTTPError(401, "Unauthorized", self._invalid)
         if value is None or value[:7].lower() != b"bearer ":
             raise HTTPError(401, "Unauthorized", self._missing)
@@ -167,7 +172,7 @@ class OAuthResourceServer:
             try:
                 principal = await self._verify(token)
             except _Refused as exc:
-                log.warning("auth: refused a token: %s", exc)
+                self._refusals.warning("auth: refused a token: %s", exc)
                 raise HTTPError(401, "Unauthorized", self._invalid) from None
         if self.scopes and not self.scopes <= principal.scopes:
             raise HTTPError(403, "Forbidden: insufficient scope",

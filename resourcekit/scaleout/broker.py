@@ -27,13 +27,14 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeout
 
 from .. import causes
 from ..methods.wire import fresh_resource, seed_fields
@@ -42,13 +43,18 @@ from ..pagination import set_cursor_key
 if TYPE_CHECKING:
     from ..tracking import Tracker
 
-__all__ = ["UNAVAILABLE", "RedisBroker", "safe_url"]
+__all__ = ["UNAVAILABLE", "RedisBroker", "check_reachable", "safe_url"]
 
 log = logging.getLogger("resourcekit")
 
 UNAVAILABLE = (RedisError, OSError)  # what an unreachable or restarting Redis raises
 RECONNECT_DELAY = 0.5
 HEARTBEAT = 1.0  # seconds between checks that Redis did not restart behind a silent reconnect
+# seconds Redis has to answer a command a request waits for (and the heartbeat): a Redis that
+# takes longer is paused or overloaded, and the request is answered 503 rather than kept waiting
+# for redis-py's socket timeout (10 s, for the blocking reads of streams)
+ANSWER_WITHIN = 1.0
+T = TypeVar("T")
 UPDATED = "notifications/resources/updated"
 CONTENT_CHANGED = "notifications/resources/content_changed"
 LIST_CHANGED = b'{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}'
@@ -170,6 +176,16 @@ class RedisBroker:
                              changed=_caused(tracker.report, 2))
         self._listener = self._loop.create_task(self._listen())
 
+    async def answer(self, job: Awaitable[T], seconds: float = ANSWER_WITHIN) -> T:
+        """``await job`` (Redis commands) within ``seconds``, else ``RedisTimeout`` (one of
+        ``UNAVAILABLE``); until the heartbeat hears Redis again, ``healthy`` is then False, so the
+        requests after it are answered 503 at once."""
+        try:
+            return await asyncio.wait_for(job, seconds)
+        except asyncio.TimeoutError:
+            self.healthy = False
+            raise RedisTimeout(f"no answer within {seconds:g} s (paused or overloaded)") from None
+
     async def wait_ready(self, timeout: float) -> bool:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._ready.wait(), timeout)
@@ -190,8 +206,8 @@ class RedisBroker:
         while True:
             pubsub = self.redis.pubsub()
             try:
-                await pubsub.subscribe(self.key("events"))
-                await self._connected(restarted=down_since is not None)
+                await self.answer(pubsub.subscribe(self.key("events")))
+                await self.answer(self._connected(restarted=down_since is not None))
                 self.healthy = True
                 self._ready.set()
                 if down_since is not None:
@@ -203,7 +219,8 @@ class RedisBroker:
                     if message is not None and message.get("type") == "message":
                         self._receive(message["data"])
                     if time.monotonic() - checked >= HEARTBEAT:  # redis-py may reconnect without a word
-                        await self._connected(restarted=False)
+                        await self.answer(self._connected(restarted=False))
+                        self.healthy = True  # (a request that waited too long may have said otherwise)
                         checked = time.monotonic()
             except asyncio.CancelledError:
                 with contextlib.suppress(*UNAVAILABLE):
@@ -320,3 +337,21 @@ class RedisBroker:
             return []
         held = await self._leases(args=[self.prefix, self.id, int(ttl * 1000), *uris])
         return [uri.decode() if isinstance(uri, bytes) else uri for uri in held]
+
+
+def check_reachable(url: str, wait: float = 0.0) -> None:
+    """Return once Redis at ``url`` answers PING; ``ConnectionError`` naming it and why if it does
+    not within ``wait`` seconds (0: one try). For start-up: a mistyped URL fails at once rather
+    than serving 503 for good."""
+    import redis as redis_sync
+
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            with redis_sync.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2) as probe:
+                probe.ping()
+            return
+        except (RedisError, OSError, ValueError) as exc:  # (ValueError: not a Redis URL)
+            if time.monotonic() >= deadline:
+                raise ConnectionError(f"Redis at {safe_url(url)} is unreachable ({exc})") from None
+        time.sleep(min(RECONNECT_DELAY, max(0.0, deadline - time.monotonic())))

@@ -1,8 +1,8 @@
 """Who may talk to the endpoint: Host and Origin checks, CORS, the auth hook.
 
-Runs before any MCP work. A wrong ``Host`` (DNS rebinding) gets 421, a foreign
-``Origin`` 403; an allowed browser origin gets CORS headers on every response and an
-answer to its preflight.
+Runs before any MCP work. A request without exactly one well-formed ``Host`` (HTTP/1.1)
+gets 400 (RFC 9112 §3.2), a wrong ``Host`` (DNS rebinding) 421, a foreign ``Origin`` 403;
+an allowed browser origin gets CORS headers on every response and an answer to its preflight.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import functools
 import inspect
 import ipaddress
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -21,13 +22,16 @@ log = logging.getLogger("resourcekit")
 
 AuthHook = Callable[[dict[str, str]], Any]
 Authorize = Callable[[RequestHeaders, Scope], Awaitable[Any]]
+# RFC 9110 §7.2: uri-host [ ":" port ], where uri-host is an IP-literal or a reg-name (RFC 3986)
+_HOST = re.compile(rb"(?:\[[0-9A-Za-z:._~!$&'()*+,;=%-]*\]|[0-9A-Za-z._~!$&'()*+,;=%-]*)(?::[0-9]*)?")
 
 
 def check_host_and_origin(
     scope: Scope, headers: RequestHeaders, allowed_hosts: frozenset[str] | None, allowed_origins: frozenset[str]
 ) -> str | None:
     """Refuse DNS rebinding and foreign pages; return an Origin to grant CORS to."""
-    host = bare_host(headers.text(b"host"))
+    raw = single_host(scope)
+    host = "" if raw is None else bare_host(raw.decode("latin-1"))
     bound = scope.get("server")
     loopback_bind = bound is not None and is_loopback(str(bound[0]))
     if allowed_hosts is not None:
@@ -51,6 +55,25 @@ def check_host_and_origin(
         if allowed_hosts is not None and origin_host == host:
             return origin
     raise HTTPError(403, f"Origin {origin!r} is not allowed")
+
+
+def single_host(scope: Scope) -> bytes | None:
+    """The request's ``Host``, read from the header lines as they came (a dict of them keeps the
+    last of several): 400 for none in HTTP/1.1, for more than one, or for one that is not
+    ``host[:port]`` (RFC 9112 §3.2), so that no one of several values can pass the checks."""
+    found: bytes | None = None
+    for name, value in scope.get("headers", ()):
+        if name.lower() == b"host":
+            if found is not None:
+                raise HTTPError(400, "Bad Request: more than one Host header")
+            found = value
+    if found is None:
+        if scope.get("http_version", "1.1") == "1.1":  # HTTP/1.0 may leave it out
+            raise HTTPError(400, "Bad Request: Host header is required")
+        return None
+    if not _HOST.fullmatch(found.strip(b" \t")):
+        raise HTTPError(400, "Bad Request: Host header is not host[:port]")
+    return found
 
 
 async def authorize(auth: AuthHook, headers: RequestHeaders) -> Any:

@@ -63,9 +63,10 @@ async def post(endpoint: ASGIApp, scope: Scope, receive: Receive, send: Send, mo
         raw = scope.get("headers", ())
         headers: dict[bytes, bytes] = dict(raw) if authorize is None else RequestHeaders(raw)
         # Host, Origin, bound address, Content-Type, Accept: clients send the same few, so what
-        # ``endpoint.admit`` and ``post_accepts`` made of them is kept (``endpoint.posted``)
-        key = (headers.get(b"host"), headers.get(b"origin"), scope.get("server"), headers.get(b"content-type"),
-               headers.get(b"accept"))
+        # ``endpoint.admit`` and ``post_accepts`` made of them is kept (``endpoint.posted``); a header
+        # line repeated (Host?): the lines themselves, a key never kept, so ``judge`` reads them
+        key = (headers.get(b"host") if len(headers) == len(raw) else raw, headers.get(b"origin"), scope.get("server"),
+               headers.get(b"content-type"), headers.get(b"accept"))
         try:
             origin, accepted = endpoint.posted[key]
         except (KeyError, TypeError):  # not seen yet (or an address given as a list): admit, 421 or 403

@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from ...core import Connection
+from ...logs import Repeats
 from ...optin import RESOURCES_GET, wants
 from ...scaleout.broker import UNAVAILABLE, RedisBroker, safe_url
 from ...scaleout.sessions import SessionStore, SharedSession, event_id_key
@@ -29,7 +30,6 @@ from ._sse import ENDED, FINISHED_GRACE, PRIMING_VERSION, Inbox, OpenStreams, ss
 log = logging.getLogger("resourcekit")
 
 RETRY_AFTER = [(b"retry-after", b"2")]
-WARN_EVERY = 10.0  # seconds between two "answering 503" lines while Redis is unreachable
 BLOCK_MS = 2000  # how long one XREAD of a GET stream waits before it looks around
 UPDATED = "notifications/resources/updated"
 Connect = Callable[[Callable[[Any], None]], Connection]
@@ -57,24 +57,21 @@ def _apply(conn: Connection, state: dict[str, str]) -> None:
 class SharedSessions(SessionTable):
     """This worker's cache of the sessions in Redis."""
 
-    __slots__ = ("broker", "refreshed", "store", "warned")
+    __slots__ = ("broker", "refreshed", "repeats", "store")
 
-    def __init__(self, limits: SessionLimits, broker: RedisBroker) -> None:
+    def __init__(self, limits: SessionLimits, broker: RedisBroker, repeats: Repeats | None = None) -> None:
         super().__init__(limits)
         self.broker = broker
         self.store = SessionStore(broker, limits.idle_timeout)
         self.refreshed: dict[str, float] = {}
-        self.warned = -WARN_EVERY
+        self.repeats = Repeats(log) if repeats is None else repeats  # a line per request is no news
         broker.handlers.update(end=self._ended_elsewhere, state=self._changed_elsewhere,
                                cancel=self._cancelled_elsewhere)
         broker.on_reconnect.append(self.refreshed.clear)  # Redis may have forgotten them: look again
 
     def available(self) -> None:
         if not self.broker.healthy:
-            now = time.monotonic()
-            if now - self.warned >= WARN_EVERY:  # a line every 10 s at most, not one per request
-                self.warned = now
-                log.warning("Redis at %s unreachable: answering 503", safe_url(self.broker.url))
+            self.repeats.warning("Redis at %s unreachable: answering 503", safe_url(self.broker.url))
             raise HTTPError(503, "Shared session store (Redis) unreachable", RETRY_AFTER)
 
     def _bind(self, session: Session) -> None:
@@ -112,12 +109,13 @@ class SharedSessions(SessionTable):
                 now = _state(conn)
                 try:
                     if before is None:
-                        await self.store.create(session.id, {**now, "p": principal_key(session.principal)})
+                        await self.broker.answer(self.store.create(session.id, {**now,
+                                                                                "p": principal_key(session.principal)}))
                         self.refreshed[session.id] = time.monotonic()
                     elif now != before:
-                        await self.store.update(session.id, now)
+                        await self.broker.answer(self.store.update(session.id, now))
                 except UNAVAILABLE as exc:
-                    log.error("Redis at %s: storing session state failed: %s", safe_url(self.broker.url), exc)
+                    self.repeats.error("Redis at %s: storing session state failed: %s", safe_url(self.broker.url), exc)
                     if before is None:  # a session nobody can find elsewhere: none at all
                         self.end(session)
                     raise HTTPError(503, "Shared session store (Redis) unreachable", RETRY_AFTER) from None
@@ -133,7 +131,7 @@ class SharedSessions(SessionTable):
         try:
             session = self.get(sid)
             if session is None:
-                state = await self.store.load(sid)
+                state = await self.broker.answer(self.store.load(sid))
                 if state is None or state.get("p", "") != principal_key(principal):
                     raise HTTPError(404, "Session not found or expired: initialize again")
                 session = Session(sid, self.limits, principal)
@@ -146,12 +144,12 @@ class SharedSessions(SessionTable):
             elif principal_key(session.principal) != principal_key(principal):
                 raise HTTPError(404, "Session not found or expired: initialize again")
             if now - self.refreshed.get(sid, 0.0) > self.limits.idle_timeout / 4:
-                if not await self.store.touch(sid):
+                if not await self.broker.answer(self.store.touch(sid)):
                     super().end(session)
                     raise HTTPError(404, "Session expired: initialize again")
                 self.refreshed[sid] = now
         except UNAVAILABLE as exc:
-            log.error("Redis at %s unreachable: %s", safe_url(self.broker.url), exc)
+            self.repeats.error("Redis at %s unreachable: %s", safe_url(self.broker.url), exc)
             raise HTTPError(503, "Shared session store (Redis) unreachable", RETRY_AFTER) from None
         session.last_seen = now
         self.move_to_end(sid)
@@ -159,7 +157,7 @@ class SharedSessions(SessionTable):
 
     async def delete(self, session: Session) -> None:
         try:
-            await self.store.end(session.id)
+            await self.broker.answer(self.store.end(session.id))
         except UNAVAILABLE:
             raise HTTPError(503, "Shared session store (Redis) unreachable", RETRY_AFTER) from None
         self.end(session)
@@ -208,7 +206,7 @@ class SharedSessions(SessionTable):
         """A POST response stream that another worker runs (or ran), from Redis: the events after
         ``number``, then the rest as they come, until its final message."""
         try:
-            kept = await self.store.post_events(sid, key, "0-0", 0)
+            kept = await self.broker.answer(self.store.post_events(sid, key, "0-0", 0))
         except UNAVAILABLE:
             raise HTTPError(503, "Shared session store (Redis) unreachable", RETRY_AFTER) from None
         if not kept:
@@ -265,10 +263,10 @@ class SharedSessions(SessionTable):
                 after = last[2:] if last.startswith("r.") else ""
                 if event_id_key(after) is None:
                     raise HTTPError(400, "Unknown Last-Event-ID: not a stream of this session")
-                gap = await self.store.missed(sid, after)
+                gap = await self.broker.answer(self.store.missed(sid, after))
             else:
-                after = await self.store.cursor(sid)
-            missed = await self.store.subscribed(sid) if gap else []
+                after = await self.broker.answer(self.store.cursor(sid))
+            missed = await self.broker.answer(self.store.subscribed(sid)) if gap else []
         except UNAVAILABLE:
             raise HTTPError(503, "Shared session store (Redis) unreachable", RETRY_AFTER) from None
         streams.claim()

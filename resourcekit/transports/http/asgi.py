@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._runner import ThreadRunner
 from ...core import Server
+from ...logs import Repeats
 from ...versions import MODERN_VERSIONS
 from ._gate import AuthHook, bare_host, check_host_and_origin, gate, preflight_headers, well_known, with_cors
 from ._headers import (
@@ -103,12 +104,13 @@ class ASGIApp:
                                                   max_sessions=max_sessions)
         table = SessionLimits(limits.session_idle_timeout, limits.max_sessions, limits.max_replay_bytes, replay,
                               limits.max_pending_notifications)
+        self.repeats = Repeats(log, limits.log_repeat_interval)  # warnings a client can cause at will
         self.shared: SharedSessions | None = None
         if redis:
             from ...scaleout.broker import RedisBroker
             from ._shared import SharedSessions
 
-            self.shared = SharedSessions(table, RedisBroker(redis, redis_prefix, max_events=replay))
+            self.shared = SharedSessions(table, RedisBroker(redis, redis_prefix, max_events=replay), self.repeats)
         self.sessions: SessionTable = self.shared if self.shared is not None else SessionTable(table)
         self.streams = OpenStreams(max_streams, keepalive)
         self.closed = False
@@ -268,11 +270,14 @@ class ASGIApp:
             await refuse(scope, send, exc)
 
     def admit(self, scope: Scope, headers: RequestHeaders, send: Send) -> Send:
-        """The Host and Origin checks (421, 403); ``send`` with CORS headers for an allowed origin."""
-        key = (headers.get(b"host"), headers.get(b"origin"), scope.get("server"))
+        """The Host and Origin checks (400, 421, 403); ``send`` with CORS headers for an allowed origin."""
+        raw = scope.get("headers", ())
+        # a header line repeated (Host, perhaps): the lines themselves, a key never kept, so every
+        # such request is judged from them (``single_host``)
+        key = (headers.get(b"host") if len(headers) == len(raw) else raw, headers.get(b"origin"), scope.get("server"))
         try:
             origin = self.admitted[key]
-        except (KeyError, TypeError):  # not seen yet (or an address given as a list)
+        except (KeyError, TypeError):  # not seen yet (or an address or the header lines given as a list)
             origin = self.judge(scope, headers, key)
         return send if origin is None else with_cors(send, origin)
 
@@ -280,6 +285,8 @@ class ASGIApp:
         """``admit`` for Host and Origin values not seen yet: checked, and the verdict kept
         (``admitted``; ``post`` looks there first)."""
         origin = check_host_and_origin(scope, headers, self.allowed_hosts, self.allowed_origins)
+        if key[0] is None:  # no Host (HTTP/1.0): not a verdict for an HTTP/1.1 request without one
+            return origin
         if len(self.admitted) >= 256:  # distinct values are few unless someone makes them up
             self.admitted.clear()
         with contextlib.suppress(TypeError):
@@ -331,8 +338,8 @@ class ASGIApp:
         pump: asyncio.Future[None] | None = None
 
         def overflowed() -> None:
-            log.warning("session %s…: GET stream closed: the client left %d notifications unread",
-                        session.id[:6], self.limits.max_pending_notifications)
+            self.repeats.warning("session %s…: GET stream closed: the client left %d notifications unread",
+                                 session.id[:6], self.limits.max_pending_notifications)
             if pump is not None:
                 pump.cancel()
 

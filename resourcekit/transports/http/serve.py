@@ -28,7 +28,7 @@ def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, relo
              reload_dir: str | None = None, target: str | None = None, workers: int = 1,
              limits: dict[str, Any] | None = None, metrics: bool = False,
              wrap: Callable[[ASGIApp], Any] | None = None, reload_factory: str = RELOAD_FACTORY,
-             **options: Any) -> None:
+             redis_wait: float = 0.0, **options: Any) -> None:
     """Serve with uvicorn (the ``http`` extra) until SIGINT/SIGTERM; logs go to stderr.
 
     ``options`` go to ``ASGIApp``. ``reload_target`` (``FILE[:ATTR]``) restarts the server
@@ -38,7 +38,9 @@ def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, relo
     their state through ``options["redis"]``. ``metrics``: serve ``GET /metrics`` (Prometheus
     text, the ``otel`` extra) on the same listener; one process only. ``wrap`` serves
     ``wrap(ASGIApp(...))`` instead (``resourcekit dev``: the explorer page around the
-    endpoint), ``reload_factory`` names the factory of each reloaded process.
+    endpoint), ``reload_factory`` names the factory of each reloaded process. With
+    ``options["redis"]``, Redis must answer before serving starts (else ``SystemExit`` naming it), at
+    once or within ``redis_wait`` seconds (``resourcekit run --redis-wait``).
     """
     try:
         import uvicorn
@@ -50,6 +52,8 @@ def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, relo
 
     configure_logging()
     check_port(host, port)  # before "serving": uvicorn would only say so after it
+    if options.get("redis"):
+        check_redis(options["redis"], redis_wait)
     level = os.environ.get("RESOURCEKIT_LOG_LEVEL", "warning").lower()
     # uvicorn's access line is INFO: below that level it is dropped, but only after its client
     # address and quoted path were formatted, on every response; off unless it would show
@@ -126,3 +130,24 @@ def check_port(host: str, port: int) -> None:
         reason = "is already in use (pick another with --port)" if exc.errno == errno.EADDRINUSE else \
             f"cannot be bound: {exc.strerror or exc}"
         raise SystemExit(f"resourcekit: error: port {port} on {host} {reason}") from None
+
+
+def check_redis(url: str, wait: float) -> None:
+    """SystemExit with one clear line if Redis at ``url`` does not answer (within ``wait`` seconds):
+    a mistyped URL would otherwise serve 503 until someone looked."""
+    try:
+        from ...scaleout.broker import check_reachable
+    except ImportError:
+        raise SystemExit("resourcekit: error: --redis needs redis-py: pip install 'resourcekit[redis]'") from None
+    try:
+        check_reachable(url)
+        return
+    except ConnectionError as exc:
+        if wait <= 0:
+            raise SystemExit(f"resourcekit: error: {exc}: start it or correct the URL (or give it time to start "
+                             "with --redis-wait SECONDS)") from None
+        print(f"resourcekit: {exc}: waiting up to {wait:g} s for it", file=sys.stderr)
+    try:
+        check_reachable(url, wait)
+    except ConnectionError as exc:
+        raise SystemExit(f"resourcekit: error: {exc} after waiting {wait:g} s") from None
