@@ -258,6 +258,12 @@ _EXTRA_TYPES = {".md": "text/markdown", ".yaml": "application/yaml", ".yml": "ap
 
 
 def _json_default(value: Any) -> Any:
+    """What orjson cannot serialise itself (it does UUID, date, datetime, time, Enum and dataclasses)."""
+    decimals = sys.modules.get("decimal")  # a Decimal comes from a module that imported decimal
+    if decimals is not None and isinstance(value, decimals.Decimal):
+        # its exact digits as a JSON number (no float's rounding); NaN and infinities as orjson
+        # writes a float's: null
+        return orjson.Fragment(str(value).encode()) if value.is_finite() else None
     dump = getattr(value, "model_dump", None)  # pydantic v2, never imported here
     if callable(dump):
         return dump(mode="json")
@@ -315,7 +321,7 @@ def _one(uri: str, value: Any, mime_type: str | None) -> Content:
         return Content(uri, mime_type if mime_type and "json" in mime_type else JSON_MIME,
                        data.decode("utf-8"), data)
     raise TypeError(
-        f"cannot serve a {type(value).__name__}; return str, bytes, JSON data, a Path, Text or Blob"
+        f"cannot serve a value of type {type(value).__name__}; return str, bytes, JSON data, a Path, Text or Blob"
     )
 
 

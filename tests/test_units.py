@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import datetime
+import decimal
+import enum
+import json
 import pathlib
+import uuid
 
 import pytest
 
@@ -71,8 +76,30 @@ def test_contents_from_each_kind_of_value(tmp_path: pathlib.Path):
     assert multi[1].to_wire()["_meta"] == {"m": 1}
     with pytest.raises(TypeError):
         to_contents("a://x", None)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="cannot serve a value of type object;"):
         to_contents("a://x", object())
+
+
+def test_json_results_carry_the_types_parameters_accept():
+    class Size(enum.Enum):
+        s = "small"
+
+    @dataclasses.dataclass
+    class Price:
+        amount: decimal.Decimal
+
+    value = {"price": decimal.Decimal("19.90"), "tiny": decimal.Decimal("1E-7"), "nan": decimal.Decimal("NaN"),
+             "id": uuid.UUID(int=1), "day": datetime.date(2026, 1, 2), "at": datetime.datetime(2026, 1, 2, 3, 4, 5),
+             "time": datetime.time(6, 7), "size": Size.s, "nested": [Price(decimal.Decimal("0.10"))]}
+    content, = to_contents("a://x", value)
+    assert content.mime_type == "application/json"
+    # a Decimal keeps its digits, as a JSON number; the others as orjson writes them
+    assert content.text == ('{"price":19.90,"tiny":1E-7,"nan":null,"id":"00000000-0000-0000-0000-000000000001",'
+                            '"day":"2026-01-02","at":"2026-01-02T03:04:05","time":"06:07:00","size":"small",'
+                            '"nested":[{"amount":0.10}]}')
+    assert json.loads(content.text)["price"] == 19.9
+    # the version is the hash of the bytes served: the same value, the same version
+    assert to_contents("a://x", dict(value))[0].version == content.version
 
 
 def test_version_hashes_bytes_and_mime():
