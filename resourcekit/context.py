@@ -23,6 +23,10 @@ class Context:
     OAuth: ``subject``, ``client_id``, ``scopes``, ``claims``; None when nobody
     authenticated, as over stdio).  ``log()`` sends a ``notifications/message`` to the client when it
     asked for messages at that level.
+
+    A handler declares it by annotation, ``ctx: Context`` or ``ctx: Context | None = None``; resourcekit
+    passes one on every read either way.  With the second, a test can call the function directly,
+    ``note(3)``, and the handler sees ``ctx is None`` (the decorators return the function unchanged).
     """
 
     __slots__ = ("_emit", "_log_level", "app", "meta", "params", "principal", "protocol_version",

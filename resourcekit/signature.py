@@ -170,8 +170,8 @@ def inspect_handler(fn: Callable[..., Any]) -> Signature:
         _wrapped(fn)  # a loop: get_type_hints would follow it for ever
     try:
         hints = get_type_hints(fn, include_extras=True)
-    except Exception:  # unresolvable forward references: fall back to raw annotations
-        hints = {}
+    except Exception:  # a forward reference that does not resolve: the others still do
+        hints = _hints_one_by_one(fn)
     sig = inspect.signature(fn)
     params: dict[str, Param] = {}
     context_param = None
@@ -197,6 +197,22 @@ def inspect_handler(fn: Callable[..., Any]) -> Signature:
         is_async=_is_coroutine_function(fn),
         mime_type=mime_for_return(hints.get("return", sig.return_annotation)),
     )
+
+
+def _hints_one_by_one(fn: Callable[..., Any]) -> dict[str, Any]:
+    """``get_type_hints(fn)`` without the annotations that do not resolve (a name defined later, or
+    only for type checkers): one of them must not turn ``ctx: Context | None`` or ``a: int`` back
+    into strings."""
+    names: dict[str, Any] = getattr(_wrapped(fn), "__globals__", {})  # as get_type_hints
+    hints: dict[str, Any] = {}
+    for key, annotation in (getattr(fn, "__annotations__", None) or {}).items():
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(annotation, names)  # what get_type_hints does
+            except Exception:
+                continue
+        hints[key] = type(None) if annotation is None else annotation
+    return hints
 
 
 class SignatureCache:

@@ -272,6 +272,20 @@ def test_context_is_injected_not_a_variable():
     assert app.router.exact["c://static"].sig.context_param == "ctx"
 
 
+def test_context_or_none_is_injected_and_the_function_stays_callable_without_it():
+    app = App("t")
+
+    @app.template("c://{a}")
+    def with_ctx(a: int, ctx: Context | None = None) -> Later:  # noqa: F821 - resolves nowhere
+        return f"{a} from {ctx.uri if ctx else 'a direct call'}"
+
+    handler = app.router.templates["c://{a}"]
+    # an annotation that does not resolve leaves the others resolved: ctx is injected, a is an int
+    assert handler.sig.context_param == "ctx" and list(handler.sig.params) == ["a"]
+    assert app.router.match("c://x") is None and app.router.match("c://7").kwargs == {"a": 7}
+    assert with_ctx(7) == "7 from a direct call"  # the decorator returned the function as written
+
+
 def test_annotated_descriptions_and_default_app():
     app = App("t")
 
