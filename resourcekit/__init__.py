@@ -17,6 +17,7 @@ from .errors import (
     TemplateSyntaxError,
     UnknownParameterError,
     UnsupportedParameterType,
+    UnsupportedReturnType,
 )
 from .limits import Limits
 from .scopes import Principal
@@ -44,6 +45,7 @@ __all__ = [
     "Text",
     "UnknownParameterError",
     "UnsupportedParameterType",
+    "UnsupportedReturnType",
     "UriTemplate",
     "resource",
     "template",

@@ -7,11 +7,14 @@ reads that would look identical to a client always carry the same version.
 from __future__ import annotations
 
 import base64
+import builtins
 import dataclasses
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+import types
+import typing
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 
 import orjson
 
@@ -19,7 +22,8 @@ if TYPE_CHECKING:
     import hashlib
     import pathlib
 
-__all__ = ["TEXT_MIME", "Blob", "Content", "Text", "guess_mime_type", "text_version", "to_contents", "version_of"]
+__all__ = ["TEXT_MIME", "Blob", "Content", "Text", "guess_mime_type", "never_served", "text_version", "to_contents",
+           "version_of"]
 
 JSON_MIME = "application/json"
 TEXT_MIME = "text/plain"
@@ -332,3 +336,31 @@ def to_contents(uri: str, value: Any, mime_type: str | None = None) -> list[Cont
         item_mime = None if mime_type == JSON_MIME else mime_type
         return [_one(uri, v, item_mime) for v in value]
     return [_one(uri, value, mime_type)]
+
+
+# the builtin classes whose values (or their subclasses') ``_one`` serves; no value of any other
+# builtin class (set, complex, range...) can be served, nor None, nor any iterator
+_SERVABLE_BUILTINS = frozenset({object, str, bytes, bytearray, memoryview, dict, list, tuple, int, float, bool})
+_NEVER = (type(None), Iterator, Generator, AsyncIterator, AsyncGenerator)
+_UNIONS = (typing.Union, types.UnionType)
+_BUILTINS = vars(builtins)
+
+
+def never_served(annotation: Any) -> bool:
+    """Whether a return annotation rules out every value ``to_contents`` serves (``-> set``, ``-> None``,
+    ``-> Iterator[str]``; in a union, every member).  Classes of their own, which a servable subclass
+    (a dataclass) may extend, and whatever is not a class (Any, a TypeVar, a string) pass."""
+    if annotation is None:
+        return True
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return never_served(get_args(annotation)[0])
+    if origin in _UNIONS:
+        return all(never_served(member) for member in get_args(annotation))
+    if origin is not None:
+        annotation = origin
+    if not isinstance(annotation, type):
+        return False
+    if _BUILTINS.get(annotation.__name__) is annotation:  # a builtin (not a class that only says it is one)
+        return annotation not in _SERVABLE_BUILTINS
+    return annotation in _NEVER

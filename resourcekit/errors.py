@@ -29,6 +29,7 @@ __all__ = [
     "TemplateSyntaxError",
     "UnknownParameterError",
     "UnsupportedParameterType",
+    "UnsupportedReturnType",
     "UnsupportedVersion",
     "bad_resource_uri",
     "decorator_without_uri",
@@ -108,6 +109,20 @@ class UnsupportedParameterType(DefinitionError):
             "cannot be converted from a URI (use str, int, float, bool, Enum, Literal, "
             "UUID, date, datetime, Decimal, Optional[...] or list[...])"
         )
+
+
+class UnsupportedReturnType(DefinitionError):
+    """A function's return annotation names a type no value of which can be served (``-> set``)."""
+
+    def __init__(self, function: str, annotation: object) -> None:
+        self.function, self.annotation = function, annotation
+        if annotation is None or annotation is type(None):
+            super().__init__(f"{function}() is annotated to return None, but a resource's function returns "
+                             "its contents: str, bytes, JSON data (a dict, a list, a dataclass), a Path, Text or Blob")
+            return
+        shown = annotation.__qualname__ if type(annotation) is type else repr(annotation)
+        super().__init__(f"{function}() is annotated to return {shown}, which cannot be served: return str, bytes, "
+                         "JSON data (a dict, a list, a dataclass), a Path, Text or Blob")
 
 
 class DuplicateResourceError(DefinitionError):

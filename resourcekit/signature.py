@@ -19,9 +19,9 @@ from collections.abc import Callable, Mapping
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 from ._convert import Convertor, convertor_for
-from .contents import BINARY_MIME, JSON_MIME, TEXT_MIME
+from .contents import BINARY_MIME, JSON_MIME, TEXT_MIME, never_served
 from .context import Context
-from .errors import DefinitionError, UnsupportedParameterType
+from .errors import DefinitionError, UnsupportedParameterType, UnsupportedReturnType
 
 __all__ = ["Param", "Signature", "SignatureCache", "inspect_handler"]
 
@@ -125,7 +125,9 @@ def _fast_signature(fn: types.FunctionType) -> Signature | None:
                 annotation = _EMPTY
     try:
         mime = _RETURN_MIME[annotation]
-    except KeyError:
+    except KeyError:  # an annotation not seen yet (or never served: those are not remembered)
+        if never_served(annotation):
+            raise UnsupportedReturnType(fn.__name__, annotation) from None
         if len(_RETURN_MIME) >= 512:  # annotations made per declaration: keep the memo bounded
             _RETURN_MIME.clear()
         mime = _RETURN_MIME[annotation] = mime_for_return(annotation)
@@ -187,6 +189,9 @@ def inspect_handler(fn: Callable[..., Any]) -> Signature:
         if convertor is None:
             raise UnsupportedParameterType(name, p.name, annotation)
         params[p.name] = Param(p.name, convertor, p.default, description)
+    returned = hints.get("return", sig.return_annotation)
+    if never_served(returned):
+        raise UnsupportedReturnType(name, returned)
     doc = inspect.getdoc(fn)
     return Signature(
         name=name,
@@ -195,7 +200,7 @@ def inspect_handler(fn: Callable[..., Any]) -> Signature:
         params=params,
         context_param=context_param,
         is_async=_is_coroutine_function(fn),
-        mime_type=mime_for_return(hints.get("return", sig.return_annotation)),
+        mime_type=mime_for_return(returned),
     )
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import datetime as dt
 import enum
+import typing
 import uuid
 from decimal import Decimal
 from typing import Annotated, Literal, Optional, TypedDict
@@ -23,6 +25,7 @@ from resourcekit import (
     TemplateSyntaxError,
     UnknownParameterError,
     UnsupportedParameterType,
+    UnsupportedReturnType,
 )
 
 
@@ -105,6 +108,76 @@ def test_mime_type_from_return_annotation(annotation, mime):
     fn.__annotations__["return"] = annotation
     app.resource("x://y")(fn)
     assert app.router.exact["x://y"].mime_type == mime
+
+
+@pytest.mark.parametrize(("annotation", "shown"), [
+    (set, "set"), (frozenset[str], "frozenset[str]"), (Optional[set], "typing.Optional[set]"),
+    (complex, "complex"), (Annotated[set, "tags"], "typing.Annotated[set, 'tags']"),
+    (collections.abc.Iterator[str], "collections.abc.Iterator[str]"), (typing.Generator, "typing.Generator"),
+])
+@pytest.mark.parametrize("shape", ["parameterless", "template", "async"])
+def test_a_return_annotation_that_can_never_be_served_is_rejected(annotation, shown, shape):
+    app = App("t")
+
+    if shape == "async":
+        async def notes():
+            return set()
+    elif shape == "template":
+        def notes(a: str):
+            return set()
+    else:
+        def notes():
+            return set()
+
+    notes.__annotations__["return"] = annotation
+    declare = app.template("t://{a}") if shape == "template" else app.resource("t://x")
+    with pytest.raises(UnsupportedReturnType) as info:
+        declare(notes)
+    assert str(info.value) == (f"notes() is annotated to return {shown}, which cannot be served: return str, bytes, "
+                               "JSON data (a dict, a list, a dataclass), a Path, Text or Blob")
+    assert info.value.function == "notes" and info.value.annotation == annotation
+    assert not app.resources and not app.templates
+
+
+def test_a_function_annotated_to_return_none_is_rejected():
+    app = App("t")
+    for annotation in (None, "None", type(None)):
+        def fn():
+            return None
+
+        fn.__annotations__["return"] = annotation
+        with pytest.raises(UnsupportedReturnType, match=r"^fn\(\) is annotated to return None, but a resource's "
+                           "function returns its contents: str, bytes"):
+            app.resource("x://y")(fn)
+
+
+class Shape:  # a plain class: a dataclass extending it can be served
+    pass
+
+
+class Pydantic:
+    def model_dump(self, mode: str) -> dict:
+        return {}
+
+
+@pytest.mark.parametrize("annotation", [
+    typing.Any, object, Optional[str], str | None, set | str, int, bool, float, tuple[int, int], list[dict],
+    dict[str, Decimal], Point, PointX, Pair, Shape, Pydantic, Decimal, typing.Iterable[str], typing.Sequence[bytes],
+    typing.Mapping[str, int], typing.Awaitable[str], typing.Union[Pair, None], "Later", typing.TypeVar("T"),
+    Literal["a"], bytearray, memoryview, resourcekit.Text, list[resourcekit.Blob], dict | list, "pathlib.Path",
+])
+def test_return_annotations_that_may_be_served_are_accepted(annotation):
+    app = App("t")
+
+    def fn():
+        return ""
+
+    def with_a(a: str):
+        return ""
+
+    fn.__annotations__["return"] = with_a.__annotations__["return"] = annotation
+    app.resource("x://y")(fn)
+    app.template("x://{a}")(with_a)
 
 
 def _converted(annotation, text):
