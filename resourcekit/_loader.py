@@ -110,7 +110,10 @@ def import_failure(shown: str, exc: BaseException) -> str:
     elif report.stack:
         last = report.stack[-1]
         where = f" at {last.filename}:{last.lineno}"
-    summary = "".join(report.format_exception_only()).strip().splitlines()[-1]
+    # the "Type: message" line: a SyntaxError's comes after its source line and caret, any other's first
+    # (its message may go on: a TemplateSyntaxError's shows the template and a caret under the fault)
+    lines = "".join(report.format_exception_only()).strip().splitlines()
+    summary = lines[-1] if isinstance(exc, SyntaxError) else lines[0]
     return f"importing {shown} failed{where}: {summary}\n" + "".join(report.format(chain=False)).rstrip()
 
 

@@ -40,6 +40,25 @@ def test_import_error_shows_where_and_the_apps_traceback(tmp_path):
                          "ModuleNotFoundError: No module named 'no_such_module_anywhere'"]
 
 
+def test_a_definition_error_is_summed_up_by_its_first_line_not_its_caret(tmp_path):
+    path = write(tmp_path, "typo.py", """\
+        from resourcekit import App
+
+        app = App("t")
+
+
+        @app.template("notes://{note_id")
+        def note(note_id: str) -> str:
+            return note_id
+    """)
+    result = run("run", str(path))
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert lines[0] == (f"resourcekit: error: importing {path} failed at {path}:6: resourcekit.errors."
+                        "TemplateSyntaxError: unclosed expression '{' at position 8 in 'notes://{note_id'")
+    assert lines[-2:] == ["  notes://{note_id", "          ^"]  # the traceback still points at the fault
+
+
 def test_no_app(tmp_path):
     path = write(tmp_path, "empty.py", "x = 1\n")
     result = run("run", str(path))
