@@ -73,19 +73,43 @@ class MissingParameterError(DefinitionError):
 class UnknownParameterError(DefinitionError):
     """A function parameter matches no template variable (and is not injected)."""
 
-    def __init__(self, template: str, parameter: str, function: str) -> None:
+    def __init__(self, template: str, parameter: str, function: str, *, resource: bool | None = None) -> None:
         self.template, self.parameter, self.function = template, parameter, function
-        if "{" not in template:  # a resource: nothing fills its parameters
-            super().__init__(
-                f"{function}() has parameter {parameter!r} but resource {template!r} has no variables: "
-                f"give {parameter!r} a default, or declare a template such as "
-                f"'{template.rstrip('/')}/{{{parameter}}}' with @app.template"
-            )
+        if resource is None:
+            resource = "{" not in template
+        # another framework's placeholder (":id", "<id>", "<int:id>", "$id") where RFC 6570 writes {id}
+        written = _placeholder(template, parameter)
+        fixed = template.replace(written, "{" + parameter + "}", 1) if written else None
+        if resource:  # @app.resource: nothing fills its parameters
+            if fixed is not None:
+                advice = f'write {{{parameter}}} in place of {written} and declare it with @app.template("{fixed}")'
+            else:
+                advice = (f"give {parameter!r} a default, or declare a template such as "
+                          f"'{template.rstrip('/')}/{{{parameter}}}' with @app.template")
+            super().__init__(f"{function}() has parameter {parameter!r} but resource {template!r} has no "
+                             f"variables: {advice}")
             return
+        advice = (f"write {{{parameter}}} in place of {written}: {fixed!r}" if fixed is not None else
+                  f"add {{{parameter}}} to the template, or remove the parameter")
         super().__init__(
             f"{function}() has parameter {parameter!r} but template {template!r} "
-            f"has no variable {{{parameter}}}"
+            f"has no variable {{{parameter}}}: {advice}"
         )
+
+
+def _placeholder(template: str, name: str) -> str | None:
+    """How ``template`` spells variable ``name`` in another framework's syntax, if it does."""
+    at = template.find(f":{name}>")
+    start = template.rfind("<", 0, at)
+    if at >= 0 and start >= 0 and template[start + 1:at].isidentifier():  # Flask's <int:name>
+        return template[start:at + len(name) + 2]
+    for written in (f"<{name}>", f":{name}", f"${name}"):
+        at = template.find(written)
+        end = at + len(written)
+        # the whole name (":id" in ":identifier" is not it)
+        if at >= 0 and (end == len(template) or not (template[end].isalnum() or template[end] == "_")):
+            return written
+    return None
 
 
 class QueryDefaultError(DefinitionError):

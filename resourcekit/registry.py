@@ -184,7 +184,7 @@ class Registry:
         if sig.params:
             for param in sig.params.values():
                 if param.required:
-                    raise UnknownParameterError(uri, param.name, sig.name)
+                    raise UnknownParameterError(uri, param.name, sig.name, resource=True)
         if not _PLAIN.issuperset(options):
             if "lister" in options or "complete" in options:
                 raise DefinitionError(f"lister and complete are template options; {uri!r} is a resource")
@@ -217,7 +217,7 @@ class Registry:
                 )
         for pname in sig.params:
             if pname not in names:
-                raise UnknownParameterError(uri_template, pname, sig.name)
+                raise UnknownParameterError(uri_template, pname, sig.name, resource=False)
         for cname in options.get("complete") or {}:
             if cname not in names:
                 raise DefinitionError(

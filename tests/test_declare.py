@@ -330,6 +330,32 @@ def test_definition_errors_name_the_culprit():
         app.template("n://x{/segments*}")(lambda segments: "")
 
 
+@pytest.mark.parametrize(("kind", "uri", "advice"), [
+    ("template", "notes://:note_id", "template 'notes://:note_id' has no variable {note_id}: write {note_id} in "
+                                     "place of :note_id: 'notes://{note_id}'"),
+    ("template", "notes://$note_id/raw", "write {note_id} in place of $note_id: 'notes://{note_id}/raw'"),
+    ("resource", "notes://:note_id", "resource 'notes://:note_id' has no variables: write {note_id} in place of "
+                                     ':note_id and declare it with @app.template("notes://{note_id}")'),
+    ("resource", "notes://<int:note_id>", 'in place of <int:note_id> and declare it with @app.template("notes:'
+                                          '//{note_id}")'),
+    ("template", "notes://all", "template 'notes://all' has no variable {note_id}: add {note_id} to the template, "
+                                "or remove the parameter"),
+    ("template", "notes://:note_idx", "add {note_id} to the template, or remove the parameter"),  # not the name
+    ("resource", "notes://all", "resource 'notes://all' has no variables: give 'note_id' a default, or declare a "
+                                "template such as 'notes://all/{note_id}' with @app.template"),
+])
+def test_a_parameter_without_its_variable_gets_advice_that_fits_what_was_written(kind, uri, advice):
+    app = App("t")
+
+    def note(note_id: str) -> str:
+        return note_id
+
+    with pytest.raises(UnknownParameterError) as info:
+        getattr(app, kind)(uri)(note)
+    assert str(info.value).startswith("note() has parameter 'note_id' but ") and str(info.value).endswith(advice)
+    assert "@app.template" not in str(info.value) or kind == "resource"
+
+
 def test_context_is_injected_not_a_variable():
     app = App("t")
 
