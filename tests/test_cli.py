@@ -59,6 +59,19 @@ def test_a_definition_error_is_summed_up_by_its_first_line_not_its_caret(tmp_pat
     assert lines[-2:] == ["  notes://{note_id", "          ^"]  # the traceback still points at the fault
 
 
+def test_a_mistyped_flag_is_reported_under_its_commands_usage():
+    result = run("run", "app.py", "--transprot", "http")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert lines[0].startswith("usage: resourcekit run [-h]")
+    assert lines[-1] == "resourcekit run: error: unrecognized arguments: --transprot http (did you mean --transport?)"
+    result = run("list", "app.py", "--jsn")
+    assert result.stderr.strip().splitlines()[-1] == ("resourcekit list: error: unrecognized arguments: --jsn "
+                                                      "(did you mean --json?)")
+    result = run("read", "app.py", "notes://a", "extra")
+    assert result.stderr.strip().splitlines()[-1] == "resourcekit read: error: unrecognized arguments: extra"
+
+
 def test_no_app(tmp_path):
     path = write(tmp_path, "empty.py", "x = 1\n")
     result = run("run", str(path))
