@@ -16,7 +16,8 @@ from .app import App, default_app
 from .transports import http
 from .transports.stdio import configure_logging
 
-__all__ = ["CLIError", "apply_limits", "find_app", "load_app", "reload_factory", "split_target", "worker_factory"]
+__all__ = ["CLIError", "Unloadable", "apply_limits", "find_app", "load_app", "reload_factory", "split_target",
+           "worker_factory"]
 
 CONVENTIONAL_NAMES = ("app", "server", "mcp")
 RESOURCE_TOOLS_ENV = "RESOURCEKIT_RESOURCE_TOOLS"  # "1": every app loaded here serves its resources as tools
@@ -176,10 +177,44 @@ def _redis_options() -> dict[str, Any]:
     return options
 
 
-def reload_factory() -> http.ASGIApp:
-    """The app uvicorn's reloader builds in each fresh worker process (``run --reload``)."""
+def reload_factory() -> http.ASGIApp | Unloadable:
+    """The app uvicorn's reloader builds in each fresh worker process (``run --reload``).
+
+    When the app does not load (a syntax error while it is being edited), the error is said once, as
+    ``resourcekit run`` says it at start-up, and every request is answered 503 until a change to the
+    file brings the next reload: raising here would print uvicorn's and multiprocessing's tracebacks
+    and leave requests waiting on a socket nobody accepts on.
+    """
     configure_logging()
-    return http.ASGIApp(load_app(os.environ["RESOURCEKIT_TARGET"]), **_redis_options())
+    try:
+        app = load_app(os.environ["RESOURCEKIT_TARGET"])
+    except CLIError as exc:
+        message = str(exc)
+        print(f"resourcekit: error: {message}\nresourcekit: answering 503 until the app loads again "
+              "(saving a change reloads it)", file=sys.stderr)
+        return Unloadable(message.splitlines()[0])
+    return http.ASGIApp(app, **_redis_options())
+
+
+class Unloadable:
+    """The ASGI app served while the app does not load (``run --reload``): 503, saying why, to everything."""
+
+    def __init__(self, reason: str) -> None:
+        self.body = f"resourcekit: the app does not load: {reason}\n".encode()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                await send({"type": message["type"] + ".complete"})  # lifespan.startup / .shutdown
+                if message["type"] == "lifespan.shutdown":
+                    return
+        if scope["type"] != "http":
+            return
+        await send({"type": "http.response.start", "status": 503, "headers": [
+            (b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(self.body)).encode()),
+            (b"retry-after", b"1")]})
+        await send({"type": "http.response.body", "body": self.body})
 
 
 def worker_factory() -> http.ASGIApp:

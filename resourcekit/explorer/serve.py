@@ -36,9 +36,11 @@ def run_dev(target: str, *, port: int = DEFAULT_PORT, open_browser: bool = True,
     http.run_http(app, host=HOST, port=port, wrap=Explorer)
 
 
-def reload_factory() -> Explorer:
-    """The explorer around the app that uvicorn's reloader builds in each fresh process."""
-    return Explorer(_loader.reload_factory())
+def reload_factory() -> Explorer | _loader.Unloadable:
+    """The explorer around the app that uvicorn's reloader builds in each fresh process (503 to
+    everything while the app does not load)."""
+    mcp = _loader.reload_factory()
+    return mcp if isinstance(mcp, _loader.Unloadable) else Explorer(mcp)
 
 
 def _open_when_up(url: str, port: int, wanted: bool) -> None:
