@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -28,6 +30,7 @@ class App(Registry):
     """
 
     _asgi: http.ASGIApp | None = None
+    _served = False  # run() called or asgi taken: what _hint_if_nothing_served looks for
 
     # --- serving ---------------------------------------------------------------
 
@@ -40,6 +43,7 @@ class App(Registry):
         **options: Any,
     ) -> None:
         """Serve until the client goes away (stdio) or the process is stopped (http)."""
+        self._served = True
         if transport == "stdio":
             run_stdio(self)
         elif transport == "http":
@@ -55,6 +59,7 @@ class App(Registry):
         ``resourcekit.transports.http.ASGIApp(app, ...)`` yourself.
         """
         if self._asgi is None:
+            self._served = True
             self._asgi = http.ASGIApp(self)
         return self._asgi
 
@@ -73,3 +78,28 @@ def resource(uri: str, **options: Unpack[ResourceOptions]) -> Callable[[F], F]:
 def template(uri_template: str, **options: Unpack[TemplateOptions]) -> Callable[[F], F]:
     """``@template(uri_template)`` on the module's default App."""
     return default_app.template(uri_template, **options)
+
+
+def _hint_if_nothing_served() -> None:
+    """At the exit of ``python app.py``: if the file declared resources and nothing served them (no
+    ``app.run()``, no client, no ASGI server), say how to serve them, once, on stderr.  Nothing for a
+    module run otherwise (``resourcekit run``, an import, a test), nor after a traceback."""
+    main = sys.modules.get("__main__")
+    path = sys.argv[0] if sys.argv else ""  # the script (its __file__ is gone by now)
+    if (main is None or not path.endswith(".py") or main.__name__ != "__main__" or sys.flags.interactive
+            or getattr(sys, "last_value", None) is not None):
+        return
+    apps = [(name, value) for name, value in vars(main).items() if isinstance(value, App)]
+    if not apps and (len(default_app.resources) or len(default_app.templates)):
+        apps = [("", default_app)]  # declared with resourcekit.resource / resourcekit.template
+    for name, app in apps:
+        declared = len(app.resources) + len(app.templates)
+        if not declared or app._served or app._tracker is not None:  # a tracker: a client was served
+            continue
+        way = f'end it with `if __name__ == "__main__": {name}.run()` to serve over stdio, or ' if name else ""
+        print(f"resourcekit: {path} declared {declared} resource{'s' if declared != 1 else ''} and served "
+              f"nothing: {way}start it with `resourcekit run {path}`", file=sys.stderr)
+        return
+
+
+atexit.register(_hint_if_nothing_served)

@@ -269,3 +269,63 @@ def test_below_info_requests_are_not_even_timed():
     finally:
         logger.setLevel(level)
 
+
+
+# --- python app.py --------------------------------------------------------------------------------
+
+NOTES = """\
+    from resourcekit import App
+
+    app = App("notes")
+
+
+    @app.resource("notes://today")
+    def today() -> str:
+        return "write tests"
+"""
+FIRST_READ = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+             b'"capabilities":{},"clientInfo":{"name":"t","version":"0"}}}\n'
+             b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+             b'{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"notes://today"}}\n')
+
+
+def python(path: Path, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, path.name], input=stdin, capture_output=True, env=env(), timeout=60,
+                          cwd=path.parent)
+
+
+def test_python_app_py_serves_stdio_when_the_file_calls_run(tmp_path: Path):
+    path = tmp_path / "app.py"
+    path.write_text(textwrap.dedent(NOTES) + '\n\nif __name__ == "__main__":\n    app.run()\n')
+    result = python(path, FIRST_READ)
+    assert result.returncode == 0, result.stderr
+    replies = [line for line in result.stdout.splitlines() if line]
+    assert len(replies) == 2 and b'"text":"write tests"' in replies[1]
+    assert b"served nothing" not in result.stderr
+
+
+def test_python_app_py_without_run_exits_saying_how_to_serve(tmp_path: Path):
+    path = tmp_path / "app.py"
+    path.write_text(textwrap.dedent(NOTES))
+    result = python(path)
+    assert result.returncode == 0 and result.stdout == b""
+    assert result.stderr.decode().splitlines() == [
+        'resourcekit: app.py declared 1 resource and served nothing: end it with `if __name__ == "__main__": '
+        'app.run()` to serve over stdio, or start it with `resourcekit run app.py`']
+    # imported, run by the CLI, served in memory or failing on its own: nothing more is said
+    assert "served nothing" not in run("list", str(path)).stderr
+    path.write_text(textwrap.dedent(NOTES) + textwrap.dedent("""
+        import asyncio
+        from resourcekit.testing import Client
+
+        async def main():
+            async with Client(app) as client:
+                print(await client.read_text("notes://today"))
+
+        asyncio.run(main())
+    """))
+    result = python(path)
+    assert result.stdout == b"write tests\n" and result.stderr == b""
+    path.write_text(textwrap.dedent(NOTES) + "raise LookupError('no database')\n")
+    result = python(path)
+    assert result.returncode == 1 and result.stderr.decode().splitlines()[-1] == "LookupError: no database"
