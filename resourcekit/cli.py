@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -14,6 +13,7 @@ from typing import Any, NoReturn
 import orjson
 
 from . import __version__
+from ._cliparser import Parser
 from ._loader import CLIError, apply_limits, find_app, load_app, split_target, use_resource_tools
 from .app import App
 from .errors import DefinitionError, MCPError
@@ -44,48 +44,6 @@ AUTH_FLAGS = ("--auth-issuer", "--auth-audience", "--auth-jwks", "--auth-introsp
 HTTP_ONLY = ("--host", "--port", "--reload", "--redis", "--redis-prefix", "--redis-wait", "--workers", "--metrics",
              "--max-sessions", "--session-idle-timeout", "--max-replay-bytes", "--max-stream-lifetime",
              "--max-header-bytes", "--header-timeout", "--body-timeout", *AUTH_FLAGS)
-
-
-class _HelpFormatter(argparse.HelpFormatter):
-    """argparse's, sized once per process rather than for every ``add_argument`` (which makes one),
-    and without shutil (bz2, lzma): about 4 ms of a server's start-up, for help it never prints."""
-
-    def __init__(self, prog: str) -> None:
-        super().__init__(prog, width=_columns())
-
-
-@functools.cache
-def _columns() -> int:
-    """What ``shutil.get_terminal_size().columns - 2`` is, as argparse sizes its help."""
-    try:
-        return int(os.environ["COLUMNS"]) - 2
-    except (KeyError, ValueError):
-        pass
-    try:
-        return os.get_terminal_size(sys.__stdout__.fileno()).columns - 2  # type: ignore[union-attr]
-    except (AttributeError, ValueError, OSError):
-        return 78
-
-
-class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser (and its subcommands' parsers, ``commands``) with ``_HelpFormatter``."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", _HelpFormatter)
-        super().__init__(*args, **kwargs)
-        self.commands: dict[str, argparse.ArgumentParser] = {}
-
-    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
-        """argparse's, but what a command does not take is said under its usage, not the top-level one."""
-        parsed, extra = self.parse_known_args(args, namespace)
-        if extra:
-            import difflib  # only for this error: the option it likely meant
-
-            command = self.commands.get(getattr(parsed, "command", None) or "", self)
-            options = [option for action in command._actions for option in action.option_strings]
-            meant = difflib.get_close_matches(extra[0].split("=")[0], options, n=1) if extra[0][:2] == "--" else []
-            command.error(f"unrecognized arguments: {' '.join(extra)}{''.join(f' (did you mean {o}?)' for o in meant)}")
-        return parsed
 
 
 def _add_run(run: argparse.ArgumentParser) -> None:
@@ -181,10 +139,10 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
 }
 
 
-def _parser(only: str | None = None) -> _Parser:
+def _parser(only: str | None = None) -> Parser:
     """The CLI's parser; with ``only``, the parser of that command alone: a server that a host starts
     builds one command's arguments, not seven commands' (about 2.5 ms of its start-up)."""
-    parser = _Parser(
+    parser = Parser(
         prog="resourcekit", description="Serve and inspect MCP resources written with resourcekit."
     )
     parser.add_argument("--version", action="version", version=f"resourcekit {__version__}")
