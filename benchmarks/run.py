@@ -68,6 +68,7 @@ START_ONLY = ("asyncio",)
 # resourcekit and baseline serve the same servers/rk_app.py, each with the resourcekit package of
 # its own checkout: this one, or the one named by BENCH_BASELINE_DIR (an earlier commit).
 RK_SERVERS = ("resourcekit", "baseline")
+RK_ONLY = ("W5m",)  # 2026-07-28 stateless reads: measured against resourcekit's own W5
 BASELINE_ENV = "BENCH_BASELINE_DIR"
 # -P (3.11+): no script or working directory in front of sys.path, so that PYTHONPATH alone says
 # which checkout's resourcekit is imported (the working directory is that checkout too, for 3.10).
@@ -472,7 +473,10 @@ def w1(name: str, cfg: Config, tag: str, workload: str = "small") -> dict[str, A
         srv.close()
 
 
-def w3(name: str, cfg: Config, tag: str) -> dict[str, Any]:
+def w3(name: str, cfg: Config, tag: str, fresh: bool = False) -> dict[str, Any]:
+    """W3: reads cycling over 4,096 URIs of 1,000 templates (after the first round, caches answer);
+    W3c (``fresh``): every read a URI the server has not read before, as a client reading
+    ``notes://{id}`` for many ids does."""
     srv = Server(name, "templates", tag)
     try:
         startup = srv.handshake(cfg.startup_timeout)
@@ -484,7 +488,11 @@ def w3(name: str, cfg: Config, tag: str) -> dict[str, Any]:
             text = _text_of(result)
             assert text.startswith("item ") and " of template " in text, result
 
-        r = pipelined_reads(srv, lambda i: uris[i & 4095], cfg.w3_seconds, cfg.depth, 500, check)
+        def never_read(i: int) -> str:
+            return f"tpl{(i * 7919) % content.N_TEMPLATES}://item/{i}"
+
+        r = pipelined_reads(srv, never_read if fresh else lambda i: uris[i & 4095], cfg.w3_seconds, cfg.depth, 500,
+                            check)
         r["startup_s"] = startup
         r["peak_rss_mib"] = srv.peak_rss_mib()
         return r
@@ -755,8 +763,13 @@ class _H1Conn(asyncio.Protocol):
             self.reads.set_result(None)  # type: ignore[union-attr]
             return
         self.rid += 1
-        self.transport.write(self._request(
-            b'{"jsonrpc":"2.0","id":%d,"method":"resources/read","params":{"uri":%s}}' % (self.rid, self.st.uri)))
+        if self.st.modern:
+            self.transport.write(self._request(
+                b'{"jsonrpc":"2.0","id":%d,"method":"resources/read","params":{"uri":%s,"_meta":%s}}'
+                % (self.rid, self.st.uri, MODERN_META)))
+        else:
+            self.transport.write(self._request(
+                b'{"jsonrpc":"2.0","id":%d,"method":"resources/read","params":{"uri":%s}}' % (self.rid, self.st.uri)))
 
     def _read_done(self, status: int, head: bytes, body: bytes) -> None:
         t1 = time.monotonic()
@@ -788,8 +801,9 @@ def _jsonrpc_of(body: bytes) -> dict[str, Any]:
 class _W5State:
     """What the clients of one process share."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, modern: bool = False) -> None:
         self.n = n
+        self.modern = modern  # 2026-07-28: no initialize, every read stateless with its _meta
         self.initialized = 0
         self.all_initialized = asyncio.Event()
         self.go = asyncio.Event()
@@ -803,6 +817,17 @@ async def _w5_client(port: int, st: _W5State) -> None:
     loop = asyncio.get_running_loop()
     transport, conn = await loop.create_connection(lambda: _H1Conn(port, st), "127.0.0.1", port)
     transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if st.modern:  # stateless: the headers 2026-07-28 requires, no session
+        conn.prefix = conn.prefix.replace(PROTOCOL_VERSION.encode(), b"2026-07-28") + (
+            b"mcp-method: resources/read\r\nmcp-name: " + orjson.loads(st.uri).encode() + b"\r\n")
+        st.initialized += 1
+        if st.initialized == st.n:
+            st.all_initialized.set()
+        await st.go.wait()
+        await asyncio.sleep(max(0.0, st.window[0] - time.monotonic()))
+        await conn.run_reads(None)
+        transport.close()
+        return
     init = orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": PROTOCOL_VERSION, "capabilities": {},
         "clientInfo": {"name": "resourcekit-bench", "version": "0"}}})
@@ -824,7 +849,11 @@ async def _w5_client(port: int, st: _W5State) -> None:
     transport.close()
 
 
-def _w5_client_proc(port: int, n: int, pipe: Any) -> None:
+MODERN_META = orjson.dumps({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                            "io.modelcontextprotocol/clientCapabilities": {}})
+
+
+def _w5_client_proc(port: int, n: int, pipe: Any, modern: bool = False) -> None:
     """A forked client process with n connections: says "ready" once they are initialized,
     receives the window, runs it, sends back its counts and latencies."""
     try:
@@ -836,7 +865,7 @@ def _w5_client_proc(port: int, n: int, pipe: Any) -> None:
             loop = asyncio.new_event_loop()
 
         async def main() -> dict[str, Any]:
-            st = _W5State(n)
+            st = _W5State(n, modern)
             tasks = [asyncio.ensure_future(_w5_client(port, st)) for _ in range(n)]
             waiter = asyncio.ensure_future(st.all_initialized.wait())
             await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
@@ -860,7 +889,7 @@ def _w5_client_proc(port: int, n: int, pipe: Any) -> None:
         os._exit(0)
 
 
-def w5(name: str, cfg: Config, tag: str, workload: str = "small") -> dict[str, Any]:
+def w5(name: str, cfg: Config, tag: str, workload: str = "small", modern: bool = False) -> dict[str, Any]:
     srv = HttpServer(name, workload, tag)
     procs: list[tuple[Any, Any]] = []
     try:
@@ -870,7 +899,7 @@ def w5(name: str, cfg: Config, tag: str, workload: str = "small") -> dict[str, A
         for k in range(nprocs):
             parent_end, child_end = ctx.Pipe()
             n = cfg.w5_clients // nprocs + (1 if k < cfg.w5_clients % nprocs else 0)
-            p = ctx.Process(target=_w5_client_proc, args=(srv.port, n, child_end), daemon=True)
+            p = ctx.Process(target=_w5_client_proc, args=(srv.port, n, child_end, modern), daemon=True)
             p.start()
             child_end.close()
             procs.append((p, parent_end))
@@ -1035,8 +1064,12 @@ def run_all(cfg: Config, servers: list[str], workloads: list[str]) -> dict[str, 
         plan.append(("W3", lambda n, r: lambda: w3(n, cfg, f"w3-{r}")))
     if "w5" in workloads:
         plan.append(("W5", lambda n, r: lambda: w5(n, cfg, f"w5-{r}")))
+    if "w3c" in workloads:
+        plan.append(("W3c", lambda n, r: lambda: w3(n, cfg, f"w3c-{r}", fresh=True)))
     if "w5a" in workloads:
         plan.append(("W5a", lambda n, r: lambda: w5(n, cfg, f"w5a-{r}", "small-async")))
+    if "w5m" in workloads:
+        plan.append(("W5m", lambda n, r: lambda: w5(n, cfg, f"w5m-{r}", modern=True)))
     if "w6" in workloads:
         plan.append(("W6", lambda n, r: lambda: w6(n, cfg, f"w6-{r}")))
     if "w4" in workloads:
@@ -1046,7 +1079,8 @@ def run_all(cfg: Config, servers: list[str], workloads: list[str]) -> dict[str, 
         for r in range(cfg.runs):
             for name in servers:
                 if (name not in HTTP_ONLY or wl in HTTP_WORKLOADS.get(name, ())) and (
-                        name not in START_ONLY or wl == "W4") and (name not in SYNC_ONLY or wl not in ASYNC_WORKLOADS):
+                        name not in START_ONLY or wl == "W4") and (name not in SYNC_ONLY or wl not in ASYNC_WORKLOADS
+                                                                   ) and (wl not in RK_ONLY or name in RK_SERVERS):
                     measure(wl, name, fnf(name, r))
     if "w2" in workloads:
         for size in cfg.list_sizes:
@@ -1117,6 +1151,8 @@ ROWS: list[tuple[str, str, str, bool]] = [
     ("W3 reads across 1,000 templates, req/s", "W3", "rps", True),
     ("W3 p50 / p99 latency, ms", "W3", "p50_ms", False),
     ("W3 server CPU per read, µs", "W3", "cpu_us_per_read", False),
+    ("W3c template reads, each URI new, req/s", "W3c", "rps", True),
+    ("W3c server CPU per read, µs", "W3c", "cpu_us_per_read", False),
     ("W4 start-up to initialize reply, ms", "W4", "startup_ms", False),
     (f"W5 Streamable HTTP, {W5_CLIENTS} clients, req/s", "W5", "rps", True),
     ("W5 p50 / p99 latency, ms", "W5", "p50_ms", False),
@@ -1124,6 +1160,8 @@ ROWS: list[tuple[str, str, str, bool]] = [
     ("W5 server peak RSS, MiB", "W5", "peak_rss_mib", False),
     ("W5a async def handler over HTTP, req/s", "W5a", "rps", True),
     ("W5a server CPU per read, µs", "W5a", "cpu_us_per_read", False),
+    ("W5m W5 with 2026-07-28 stateless reads, req/s", "W5m", "rps", True),
+    ("W5m server CPU per read, µs", "W5m", "cpu_us_per_read", False),
     ("W6 1 MiB reads, MB/s (4 in flight)", "W6", "mb_per_s", True),
     ("W6 server peak RSS, MiB", "W6", "peak_rss_mib", False),
     ("W6 server CPU per read, ms", "W6", "cpu_ms_per_read", False),
@@ -1228,6 +1266,12 @@ TARGETS = (
     Target(f"W5 Streamable HTTP, {W5_CLIENTS} clients, req/s ≥ 0.8x the bare ASGI app", "W5", "rps", "asgi", 0.8,
            True),
     Target("W6 1 MiB reads, MB/s ≥ 0.95x raw", "W6", "mb_per_s", "raw", 0.95, True),
+    # the request pipeline's (issue 27)
+    Target("W3c template reads, each URI new, req/s ≥ 0.6x raw", "W3c", "rps", "raw", 0.6, True),
+    Target("W5 Streamable HTTP, req/s ≥ 0.85x the off-loop floor", "W5", "rps", "asgi-thread", 0.85, True),
+    Target("W5a async def handler over HTTP, req/s ≥ 0.8x the bare ASGI app", "W5a", "rps", "asgi", 0.8, True),
+    Target("W5m 2026-07-28 stateless reads, req/s ≥ 0.9x resourcekit's W5", "W5m", "rps", "resourcekit:W5", 0.9,
+           True),
 )
 
 
@@ -1249,7 +1293,8 @@ def target_results(res: dict[str, Any], workloads: set[str] | None = None) -> li
     for t in TARGETS:
         if workloads is not None and t.workload not in workloads:
             continue
-        a, b = _get(res, t.workload, "resourcekit", t.key), _get(res, t.workload, t.reference, t.key)
+        reference, _, workload = t.reference.partition(":")  # "server:workload": another workload's figure
+        a, b = _get(res, t.workload, "resourcekit", t.key), _get(res, workload or t.workload, reference, t.key)
         out.append(TargetResult(t, a, b, a / b if a is not None and b else None))
     return out
 
@@ -1558,7 +1603,7 @@ def check(servers_arg: str | None, workloads: list[str], runs: int, seconds: flo
     print(f"--check: servers {servers}; workloads {workloads}; {runs} run(s) of {seconds:g} s, medians",
           file=sys.stderr)
     res = run_all(cfg, servers, workloads)
-    wanted_wl = {w.upper() for w in workloads} | ({"W2-list100k"} if "w2" in workloads else set())
+    wanted_wl = {w.upper()[:2] + w[2:] for w in workloads} | ({"W2-list100k"} if "w2" in workloads else set())
     rows = target_results(res, wanted_wl)
     print(f"\nTargets (resourcekit ÷ reference, medians of {runs} short run(s), servers alternating) on "
           f"{cpu_model()}, {os.cpu_count()} cores, {time.perf_counter() - t0:.0f} s:")
@@ -1612,8 +1657,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, help="runs per server (default 3, quick 1)")
     p.add_argument("--servers", help="comma list of " + ",".join(SERVER_NAMES) + " (default all; --check: "
                    + ",".join(CHECK_SERVERS) + ", and baseline when " + BASELINE_ENV + " is set)")
-    p.add_argument("--workloads", help="comma list of w1,w1a,w2,w3,w4,w5,w5a,w6 (w1a, w5a: w1, w5 with an async "
-                   "def handler; default all, --check: those with a target, w1 to w6)")
+    p.add_argument("--workloads", help="comma list of w1,w1a,w2,w3,w3c,w4,w5,w5a,w5m,w6 (w1a, w5a: w1, w5 with an "
+                   "async def handler; w3c: w3 with every URI new; w5m: w5 with 2026-07-28 stateless reads; default "
+                   "all, --check: those with a target)")
     p.add_argument("--check", action="store_true",
                    help="a short run (3 runs of 1 s each) judged against the targets; exit status 1 when one falls "
                         "short (writes nothing)")
@@ -1633,7 +1679,7 @@ def main(argv: list[str] | None = None) -> int:
         print(md)
         return 0
 
-    chosen = args.workloads or ("w1,w2,w3,w4,w5,w6" if args.check else "w1,w1a,w2,w3,w4,w5,w5a,w6")
+    chosen = args.workloads or ("w1,w2,w3,w3c,w4,w5,w5m,w6" if args.check else "w1,w1a,w2,w3,w3c,w4,w5,w5a,w5m,w6")
     workloads = [w.strip().lower() for w in chosen.split(",") if w.strip()]
     if args.check:
         return check(args.servers, workloads, args.runs or 3, args.seconds or 1.0)

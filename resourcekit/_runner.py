@@ -155,7 +155,7 @@ class ThreadRunner:
         if not lane.held:
             return
         lane.held = False
-        if lane.jobs:
+        if lane.jobs and lane.tick != self._tick:
             lane.tick = self._tick
             self._touched.append(lane)
             if not self._publishing:

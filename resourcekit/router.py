@@ -164,20 +164,6 @@ class Router:
             return Match(handler, kwargs, raw)
         return None
 
-    def resolve(self, uri: str) -> tuple[Handler, dict[str, Any]] | None:
-        """The handler of ``uri`` and the arguments to call it with, for a caller that only
-        calls it (the short read paths): ``match`` without its raw values, and a match-cache
-        hit handed out as it stands, uncopied (a handler whose values may be lists gets copies,
-        so that one that changes its argument cannot change the next call's)."""
-        handler = self.exact.get(uri)
-        if handler is not None:
-            return handler, _NO_VALUES
-        hit = self._cache.get(uri)
-        if hit is not None and hit[0] not in self._listy:
-            return hit[0], hit[1]
-        match = self.match(uri)
-        return None if match is None else (match.handler, match.kwargs)
-
     def forget(self, uri: str) -> None:
         """Drop ``uri`` from the match cache: for a URI its handler answered not-found,
         which would otherwise hold a slot that no later read profits from."""

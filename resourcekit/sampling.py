@@ -24,19 +24,16 @@ ID_LIMIT = (1 << 64) - 1  # TraceIdRatioBased.TRACE_ID_LIMIT
 class Primed:
     """The tracer's id generator, handing out a trace id drawn beforehand (once, same thread)."""
 
-    __slots__ = ("bound", "drawn", "inner", "next")
+    __slots__ = ("bound", "inner", "next")
 
     def __init__(self, inner: Any, bound: int) -> None:
         self.inner = inner
         self.bound = bound
         self.next: tuple[int, int] | None = None
-        self.drawn = 0  # a sampled root's trace id, drawn before its span is made (on the loop)
 
     def draw(self) -> tuple[int, bool]:
-        """A root request's trace id (the one drawn ahead for it, if any) and whether the
-        sampler's rule keeps its span."""
-        trace_id = self.drawn or int(self.inner.generate_trace_id())
-        self.drawn = 0
+        """A root request's trace id and whether the sampler's rule keeps its span."""
+        trace_id = int(self.inner.generate_trace_id())
         return trace_id, trace_id & ID_LIMIT < self.bound
 
     def prime(self, trace_id: int) -> None:

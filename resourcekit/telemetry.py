@@ -190,7 +190,7 @@ class Traced:
                 self.context = context = instruments.context.get_current()
                 presample = instruments.presample
                 if presample is not None and not context:  # a root span, sampled by the SDK's own rule
-                    trace_id, kept = presample.draw()  # (drawn ahead, maybe)
+                    trace_id, kept = presample.draw()
                     if not kept:  # dropped: no SDK span at all
                         self.span = Dropped(trace_id, presample.inner)
                         return
@@ -364,8 +364,13 @@ def stream_ended(kind: str, opened: float | None) -> None:
 
 
 def watch(server: Any) -> None:
-    """Count ``server``'s subscriptions in the active-subscriptions gauge."""
+    """Count ``server``'s subscriptions in the active-subscriptions gauge (until ``unwatch``)."""
     _servers.add(server)
+
+
+def unwatch(server: Any) -> None:
+    """``server`` closed: its subscriptions count no more (whenever it is collected)."""
+    _servers.discard(server)
 
 
 def _count_subscriptions(options: CallbackOptions) -> Iterable[Observation]:

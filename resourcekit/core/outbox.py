@@ -14,6 +14,7 @@ takes bytes from any thread.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -50,14 +51,24 @@ class Outbox:
     def __call__(self, message: Any) -> None:
         """A message for the session (``Connection.send``, a request's ``reply``), from any thread:
         a dict or list is encoded here, a response encoded already (``bytes``) passes as it is."""
-        data = message if type(message) is bytes else dumps(message, option=OPT_APPEND_NEWLINE)
+        reply = type(message) is bytes
+        data = message if reply else dumps(message, option=OPT_APPEND_NEWLINE)
+        on_loop = threading.get_ident() == self._loop_thread
         with self._lock:
             self._buffer.append(data)
             self._size += len(data)
             over = self._size > self.limit
-        if not self._scheduled and threading.get_ident() == self._loop_thread:
-            self._scheduled = True
-            self._loop.call_soon(self.flush)
+            # a worker's reply goes out when the worker leaves the session's lane (``Lane.flush``);
+            # anything else at the end of this loop iteration
+            schedule = not self._scheduled and (on_loop or not reply)
+            if schedule:
+                self._scheduled = True
+        if schedule:
+            if on_loop:
+                self._loop.call_soon(self.flush)
+            else:  # a notification from another thread (a change reported there)
+                with contextlib.suppress(RuntimeError):  # the loop is closed: nobody to write it
+                    self._loop.call_soon_threadsafe(self.flush)
         if over:
             self.hold()
 

@@ -92,6 +92,8 @@ class Server:
     def close(self) -> None:
         if self._prober is not None:
             self._prober.cancel()
+        if self.traced:
+            telemetry.unwatch(self)
         self.app.tracker.detach(self.subscriptions)
         if self.app.skills is not None:
             self.app.skills.stop()
