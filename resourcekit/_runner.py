@@ -3,7 +3,8 @@
 Every session has a ``Lane``: its jobs, in the order they came.  Workers take jobs round-robin
 over the lanes that have some (after each job its lane goes to the back of the ring), so one
 session's slow handlers never keep another session's fast read waiting behind them: the next
-worker that frees up serves the other lane.  Jobs submitted during one loop iteration reach the
+worker that frees up serves the other lane.  A worker takes up to ``TAKE`` jobs of a lane at once
+(one lock for a block of pipelined reads) and runs them in order.  Jobs submitted during one loop iteration reach the
 workers together, once, at the end of the iteration (the *tick*): one lock and one wake-up for a
 whole block of pipelined requests.
 
@@ -13,12 +14,13 @@ the replies it made for that session are written together (``core.outbox``), not
 One stall rule, looked at by the loop every ``STALL`` seconds while jobs are waiting or running:
 
 - a worker still in the job it was in at the last look is stuck: its lane's replies made so far
-  are flushed (a slow read holds up no reply made before it);
+  are flushed (a slow read holds up no reply made before it), and the jobs it took with the slow
+  one go back to the lane for another worker;
 - jobs wait and no worker took a job since the last look: an idle worker is woken, or if none
   is idle (every worker is stuck) a thread is started (up to ``max_workers``).
 
-A new thread also starts when jobs come and no worker at all is idle; a burst of fast jobs,
-merely waiting for the GIL, does not wake 32 threads to fight over it.
+A new thread also starts when jobs come and no worker is idle, while there are fewer threads than
+cores; a burst of fast jobs, merely waiting for the GIL, does not wake 32 threads to fight over it.
 
 A lane is *held* while its session owes a reader that does not read too many bytes: no worker
 takes its jobs until it is released.  At most ``max_queued`` jobs wait over all lanes; beyond that
@@ -31,22 +33,45 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import queue
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from .errors import LimitExceeded
 
-__all__ = ["QUIET", "STALL", "Lane", "ThreadRunner"]
+__all__ = ["QUIET", "STALL", "TAKE", "Call", "Job", "Lane", "ThreadRunner"]
 
 log = logging.getLogger("resourcekit")
 
 Callback = Callable[[bool, Any], None]
-Job = tuple[Callable[[], Any], Callback]
+
+
+class Job(Protocol):
+    """What a worker runs: ``run()`` in the worker, then ``done(ok, result_or_exception)`` on the
+    loop (unless ``run`` returned ``QUIET``: it saw to its outcome itself)."""
+
+    def run(self) -> Any: ...
+
+    def done(self, ok: bool, value: Any) -> None: ...
+
+
+class Call:
+    """A function as a job: ``fn()`` in a worker, ``callback(ok, value)`` on the loop."""
+
+    __slots__ = ("done", "run")
+
+    def __init__(self, fn: Callable[[], Any], callback: Callback) -> None:
+        self.run = fn
+        self.done = callback
 # seconds between the loop's looks at the workers: twice the GIL's switch interval, so a worker
 # merely waiting its turn for the GIL does not count as stuck
 STALL = 0.01
+# jobs a worker takes from a lane at once (one lock for a block of pipelined reads); a worker stuck
+# in one of them gives the others back at the loop's next look
+TAKE = 64
 # what a job returns when it saw to its outcome itself (a read that answered with its reply's
 # bytes): nothing to deliver, the loop is not woken
 QUIET: Any = object()
@@ -66,11 +91,13 @@ class Lane:
 
 
 class _Worker:
-    """What the loop's look needs of a worker: the lane and the number of the job it is in."""
+    """A worker's batch (the jobs it took from a lane at once) and what the loop's look needs: the
+    lane it serves and how many jobs it started."""
 
-    __slots__ = ("job", "lane")
+    __slots__ = ("batch", "job", "lane")
 
     def __init__(self) -> None:
+        self.batch: deque[Job] = deque()  # taken from ``lane``, not started yet (the look may give them back)
         self.lane: Lane | None = None
         self.job = 0
 
@@ -80,11 +107,17 @@ class ThreadRunner:
         self._loop = loop
         self._max_workers = max_workers
         self._max_queued = max_queued
+        # threads started as soon as jobs find no idle worker (more only when every one is stuck): a
+        # burst of fast jobs, merely waiting for the GIL, does not wake 32 threads to fight over it
+        self._eager = min(max_workers, os.cpu_count() or 1)
         self._submitted = 0  # by the loop thread
         self._taken = 0  # by workers, under the lock
         self._ring: deque[Lane] = deque()  # lanes with jobs a worker may take, in turn
-        self._cond = threading.Condition(threading.Lock())
-        self._idle = 0  # workers waiting for a job (under the lock)
+        self._cond = threading.Lock()  # the ring, the lanes' ``queued``, ``_idle`` and ``_taken``
+        # idle workers wait for a token here (a C queue: waking one costs a put, not a Condition's
+        # lock dance); ``_idle`` counts those no token was put for yet
+        self._wakes: queue.SimpleQueue[None] = queue.SimpleQueue()
+        self._idle = 0
         self._workers: list[_Worker] = []
         self._threads: list[threading.Thread] = []
         self._closed = False
@@ -99,17 +132,16 @@ class ThreadRunner:
 
     # --- the loop's side ---------------------------------------------------------------------
 
-    def submit(self, fn: Callable[[], Any], callback: Callback, lane: Lane | None = None) -> None:
-        """Run ``fn()`` in a worker, after the jobs ``lane`` holds already; ``callback(ok,
-        result_or_exception)`` runs on the loop (unless ``fn`` returned ``QUIET``).  LimitExceeded:
-        too many jobs wait."""
+    def submit(self, job: Job, lane: Lane | None = None) -> None:
+        """Run ``job`` in a worker, after the jobs ``lane`` holds already (see ``Job``).
+        LimitExceeded: too many jobs wait."""
         if self._submitted - self._taken >= self._max_queued:
             raise LimitExceeded("max_queued_jobs", self._max_queued, "Server busy: too many jobs waiting",
                                 code=-32603)
         if lane is None:
             lane = self._shared
         self._submitted += 1
-        lane.jobs.append((fn, callback))
+        lane.jobs.append(job)
         tick = self._tick
         if lane.tick != tick:
             lane.tick = tick
@@ -137,9 +169,9 @@ class ThreadRunner:
                         ring.append(lane)
             if added:
                 if self._idle:
-                    self._cond.notify(added)  # a worker per job at most: those idle
-                else:
-                    spawn = len(self._threads) < self._max_workers
+                    self._wake_workers(added)  # a worker per job at most: those idle
+                else:  # none idle: a thread more while they are fewer than the cores (more only when stuck)
+                    spawn = len(self._threads) < self._eager
         if spawn:
             self._spawn()
         if added and not self._watching:
@@ -167,18 +199,26 @@ class ThreadRunner:
         taken, jobs = self._looked
         workers = list(self._workers)
         now = [w.job if w.lane is not None else 0 for w in workers]
+        gave_back = False
         for i, worker in enumerate(workers):
             lane = worker.lane
-            if lane is not None and i < len(jobs) and jobs[i] == now[i] and lane.flush is not None:
+            if lane is None or i >= len(jobs) or jobs[i] != now[i]:
+                continue
+            # stuck in a slow job: the replies made before it go out now, the jobs it took with it
+            # go back to its lane for another worker
+            if lane.flush is not None:
                 try:
-                    lane.flush()  # stuck in a slow job: the replies made before it go out now
+                    lane.flush()
                 except Exception:
                     log.exception("writing the replies of a stalled session failed")
+            if worker.batch:
+                gave_back |= self._give_back(worker.batch, lane)
         with self._cond:
             waiting = bool(self._ring)
-            stuck = waiting and self._taken == taken  # jobs wait and none was taken since the last look
+            # jobs wait and none was taken since the last look (or a stuck worker gave some back)
+            stuck = waiting and (self._taken == taken or gave_back)
             if stuck and self._idle:
-                self._cond.notify()  # an idle worker that was not woken for them
+                self._wake_workers(1)  # an idle worker that was not woken for them
                 stuck = False
             self._looked = (self._taken, now)
         if stuck:
@@ -188,6 +228,32 @@ class ThreadRunner:
         else:
             self._watching = False
             self._looked = (-1, [])
+
+    def _give_back(self, batch: deque[Job], lane: Lane) -> bool:
+        """The jobs a stuck worker took and has not started, back at the head of their lane (in
+        order; the worker takes from the other end, one at a time, so each job goes one way)."""
+        moved: list[Job] = []
+        while True:
+            try:
+                moved.append(batch.pop())
+            except IndexError:
+                break
+        if not moved:
+            return False
+        with self._cond:
+            lane.jobs.extendleft(moved)
+            self._taken -= len(moved)
+            if not lane.queued and not lane.held:
+                lane.queued = True
+                self._ring.append(lane)
+        return True
+
+    def _wake_workers(self, wanted: int) -> None:
+        """Under the lock: wake up to ``wanted`` idle workers."""
+        n = min(wanted, self._idle)
+        self._idle -= n
+        for _ in range(n):
+            self._wakes.put(None)
 
     def _spawn(self) -> None:
         with self._cond:
@@ -212,13 +278,14 @@ class ThreadRunner:
             # its awaiter was cancelled (a cancelled request) before a worker took it: nobody wants it
             return None if future.cancelled() else fn()
 
-        self.submit(job, done, lane)
+        self.submit(Call(job, done), lane)
         return await future
 
     def close(self) -> None:
         with self._cond:
             self._closed = True
-            self._cond.notify_all()
+            for _ in self._threads:
+                self._wakes.put(None)
 
     # --- the workers' side -------------------------------------------------------------------
 
@@ -234,53 +301,67 @@ class ThreadRunner:
             self._wake()
 
     def _work(self, me: _Worker) -> None:
-        cond, ring, done = self._cond, self._ring, self._done
+        cond, ring, done, batch, wakes = self._cond, self._ring, self._done, me.batch, self._wakes
         left: Lane | None = None  # the lane this worker served last: its replies wait for its flush
         while True:
-            job: Job | None = None
-            with cond:
-                while True:
-                    while ring and ring[0].held:  # held lanes leave the ring until released
-                        ring.popleft().queued = False
-                    if ring:
-                        lane = ring[0]
-                        job = lane.jobs.popleft()
-                        if lane.jobs:
-                            ring.rotate(-1)  # round robin: the next lane's turn
-                        else:
-                            ring.popleft()
-                            lane.queued = False
-                        self._taken += 1
-                        me.job = self._taken
-                        break
-                    if left is not None or self._closed:
-                        break  # its replies first (outside the lock), then wait
-                    self._idle += 1
-                    cond.wait()
-                    self._idle -= 1
-            if left is not None and (job is None or left is not lane):
-                flush, left = left.flush, None
-                if flush is not None:
-                    try:
-                        flush()
-                    except Exception:
-                        log.exception("writing a session's replies failed")
-            if job is None:
-                if self._closed:
-                    return
-                continue
-            left = me.lane = lane
-            fn, callback = job
             try:
-                value = fn()
+                job = batch.popleft()
+            except IndexError:  # the batch is done: the next lane's turn
+                lane: Lane | None = None
+                me.lane = None
+                with cond:
+                    while True:
+                        while ring and ring[0].held:  # held lanes leave the ring until released
+                            ring.popleft().queued = False
+                        if ring:
+                            lane = ring[0]
+                            jobs = lane.jobs
+                            n = len(jobs)
+                            if n > TAKE:
+                                n = TAKE
+                            for _ in range(n):
+                                batch.append(jobs.popleft())
+                            if jobs:
+                                ring.rotate(-1)  # round robin: the next lane's turn
+                            else:
+                                ring.popleft()
+                                lane.queued = False
+                            self._taken += n
+                            break
+                        if left is not None or self._closed:
+                            break  # its replies first (outside the lock), then wait
+                        self._idle += 1
+                        cond.release()
+                        try:
+                            wakes.get()
+                        finally:
+                            cond.acquire()
+                if left is not None and left is not lane:
+                    flush, left = left.flush, None
+                    if flush is not None:
+                        try:
+                            flush()
+                        except Exception:
+                            log.exception("writing a session's replies failed")
+                if lane is None:
+                    if self._closed:
+                        return
+                    continue
+                me.lane = left = lane
+                continue
+            if left is not None and left.held:  # its session owes its reader too much: not now
+                batch.appendleft(job)
+                self._give_back(batch, left)
+                continue
+            me.job += 1
+            try:
+                value = job.run()
             except BaseException as exc:  # delivered to the loop, which decides
-                done.append((callback, False, exc))
+                done.append((job.done, False, exc))
             else:
                 if value is QUIET:
-                    me.lane = None
                     continue
-                done.append((callback, True, value))
-            me.lane = None
+                done.append((job.done, True, value))
             if not self._wake_pending and not self._wake():
                 return  # loop closed while we worked: nobody to tell
 

@@ -62,6 +62,13 @@ class Connection:
     ``_meta`` and find the plan for theirs.
     """
 
+    __slots__ = (
+        "__weakref__", "_max_inflight", "app", "client_capabilities", "client_info", "closed", "held", "inflight",
+        "initialized", "lane", "limits", "log_level", "optin", "plan", "principal", "protocol_version", "router",
+        "runner", "seen", "seen_max", "send", "send_threadsafe", "server", "session_id", "shared", "stateless",
+        "traced", "tracker", "waiting",
+    )
+
     def __init__(self, server: Server, send: Send, *, stateless: bool = False, threadsafe: bool = False) -> None:
         self.server = server
         self.app = server.app
@@ -91,6 +98,9 @@ class Connection:
         # the session's jobs, in order, in the runner (fair between sessions); ``flush`` writes the
         # replies a worker made for it, once it leaves the lane (set by a transport with an outbox)
         self.lane = Lane()
+        self.runner = server.runner  # the transport's (handed to the server)
+        self.router = self.app.router
+        self.tracker = self.app.tracker
         # messages that wait while the session owes its reader too much (``hold``), in order
         self.held = False
         self.waiting: deque[tuple[Any, Send | None]] = deque()
@@ -105,10 +115,19 @@ class Connection:
     # --- input ---------------------------------------------------------------------------------
 
     def feed_lines(self, lines: Iterable[bytes]) -> None:
-        """``feed`` each line of a block of input that is not blank."""
+        """``feed`` each line of a block of input that is not blank (``feed``, inlined)."""
+        loads, send = orjson.loads, self.send
         for line in lines:
             if line and (line[0] == 123 or not line.isspace()):  # "{" first: not blank
-                self.feed(line)
+                try:
+                    message = loads(line)
+                except orjson.JSONDecodeError as exc:
+                    send(error_response(None, ParseError(f"Parse error: {exc}")))
+                    continue
+                if type(message) is dict and not self.held:
+                    self._receive_one(message, send)
+                else:
+                    self.receive(message)
 
     def feed(self, data: bytes | str, reply: Send | None = None) -> None:
         """Decode one message (or a batch) and handle it."""
@@ -280,16 +299,14 @@ class Connection:
         jobs stay unstarted and what comes next waits, in order, until ``release``."""
         if not self.held:
             self.held = True
-            if self.server._runner is not None:
-                self.server._runner.hold(self.lane)
+            self.runner.hold(self.lane)
 
     def release(self) -> None:
         """On the loop: the reader caught up; what waited is served, in order."""
         if not self.held:
             return
         self.held = False
-        if self.server._runner is not None:
-            self.server._runner.release(self.lane)
+        self.runner.release(self.lane)
         waiting = self.waiting
         while waiting and not self.held:
             message, reply = waiting.popleft()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
 __all__ = ["Outbox"]
 
 DRAIN_LOOK = 0.02  # seconds between looks at a held session's reader
+FLUSH_SIZE = 256 * 1024  # a worker's reply this big is written at once, not when it leaves the lane
+FLUSH_COUNT = 256  # nor do more replies than this wait for it
+get_ident = threading.get_ident
 
 
 class Outbox:
@@ -41,7 +45,8 @@ class Outbox:
         self._write = write  # the transport's: any thread
         self._owed = owed  # bytes the transport took and could not write yet
         self.limit = limit
-        self._buffer: list[bytes] = []
+        self._buffer: list[bytes] = []  # messages from the loop (under the lock)
+        self._pending: deque[bytes] = deque()  # replies from workers (no lock)
         self._size = 0
         self._lock = threading.Lock()
         self._scheduled = False
@@ -51,32 +56,36 @@ class Outbox:
     def __call__(self, message: Any) -> None:
         """A message for the session (``Connection.send``, a request's ``reply``), from any thread:
         a dict or list is encoded here, a response encoded already (``bytes``) passes as it is."""
-        reply = type(message) is bytes
-        data = message if reply else dumps(message, option=OPT_APPEND_NEWLINE)
-        on_loop = threading.get_ident() == self._loop_thread
+        if type(message) is bytes and get_ident() != self._loop_thread:
+            # a worker's reply: it goes out when the worker leaves the session's lane (``Lane.flush``),
+            # at once when big (coalescing saves nothing there, and the reader may owe too much).
+            # No lock: a deque's append is atomic, and ``flush`` takes the items one by one
+            self._pending.append(message)
+            if len(message) >= FLUSH_SIZE or len(self._pending) >= FLUSH_COUNT:
+                self.flush()
+            return
+        data = message if type(message) is bytes else dumps(message, option=OPT_APPEND_NEWLINE)
+        on_loop = get_ident() == self._loop_thread
         with self._lock:
             self._buffer.append(data)
             self._size += len(data)
-            over = self._size > self.limit
-            # a worker's reply goes out when the worker leaves the session's lane (``Lane.flush``);
-            # anything else at the end of this loop iteration
-            schedule = not self._scheduled and (on_loop or not reply)
-            if schedule:
-                self._scheduled = True
-        if schedule:
+            schedule = not self._scheduled
+            self._scheduled = True
+        if schedule:  # at the end of this loop iteration
             if on_loop:
                 self._loop.call_soon(self.flush)
             else:  # a notification from another thread (a change reported there)
                 with contextlib.suppress(RuntimeError):  # the loop is closed: nobody to write it
                     self._loop.call_soon_threadsafe(self.flush)
-        if over:
-            self.hold()
 
     def flush(self) -> None:
-        """Hand what waits to the transport, in one write (from any thread)."""
+        """Hand what waits to the transport, in one write (from any thread); hold the session when
+        its reader owes more than the limit."""
         with self._lock:
             self._scheduled = False
-            buffer = self._buffer
+            buffer, pending = self._buffer, self._pending
+            while pending:  # workers' replies, in the order they came (appended without the lock)
+                buffer.append(pending.popleft())
             if not buffer:
                 return
             data = buffer[0] if len(buffer) == 1 else b"".join(buffer)
@@ -117,7 +126,7 @@ class Outbox:
         conn = self.conn
         if conn is None or not conn.held:
             return
-        if self._size + self._owed() <= self.limit // 2:
+        if self._size + sum(map(len, list(self._pending))) + self._owed() <= self.limit // 2:
             if self.on_hold is not None:
                 self.on_hold(False)
             conn.release()

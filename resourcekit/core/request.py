@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from orjson import OPT_APPEND_NEWLINE, dumps, loads
 
+from .._runner import QUIET
 from ..eras import Era, error_response
-from ..errors import MCPError, unencodable
+from ..errors import MCPError, ResourceNotFound, unencodable
 from ..telemetry import Traced
 
 if TYPE_CHECKING:
+    from ..handler import Handler
     from ..optin import OptIn
     from .engine import Connection
 
@@ -39,9 +41,15 @@ class Request:
     """One request in flight: where its answer goes and in which era it is answered."""
 
     __slots__ = (
-        "cancelled", "conn", "era", "id", "log_level", "method", "modern", "on_cancel", "optin", "params",
-        "principal", "reply", "started", "task", "threadsafe", "version", "watch",
+        "cancelled", "conn", "era", "handler", "id", "kwargs", "log_level", "method", "modern", "on_cancel", "optin",
+        "params", "principal", "reply", "reply_of", "started", "task", "threadsafe", "uri", "version", "watch",
     )
+    # a request its step handed to a worker (``run``) carries what to call: ``handler`` with ``kwargs``
+    # for ``uri``, its value made the reply by ``reply_of``; set by the step (``methods.reading.serve``)
+    handler: Handler
+    kwargs: dict[str, Any]
+    uri: str
+    reply_of: Callable[[Request, Handler, str, Any], bytes]
 
     def __init__(
         self,
@@ -117,10 +125,13 @@ class Request:
         or in a worker when the reply takes it from any thread (``threadsafe``)."""
         if self.cancelled:
             return
-        self.leave()
-        watch = self.watch
-        if watch is not None:
-            watch(self, None)
+        inflight = self.conn.inflight  # ``leave``, inlined: every answer passes here
+        if inflight.get(self.id) is self:
+            taken = inflight.pop(self.id, None)
+            if taken is not self and taken is not None:
+                inflight.setdefault(self.id, taken)
+        if self.watch is not None:
+            self.watch(self, None)
         self.reply(data)
 
     def leave(self) -> None:
@@ -179,6 +190,27 @@ class Request:
             self.answer(value)
         elif value is not None:
             self.respond(value)
+
+    # --- a worker's job (``ThreadRunner.submit``): the handler its step matched -----------------
+
+    def run(self) -> Any:
+        """In a worker: call the handler and make the reply; hand it on from here when the reply takes
+        it from any thread (``threadsafe``), else return it for ``done`` on the loop."""
+        if self.cancelled:
+            return QUIET  # cancelled while it waited for a worker: nobody wants it
+        kwargs = self.kwargs
+        handler = self.handler
+        try:
+            data = self.reply_of(self, handler, self.uri, handler.fn(**kwargs) if kwargs else handler.fn())
+        except ResourceNotFound:
+            self.conn.app.router.forget(self.uri)  # no cache slot for what is not there
+            raise
+        if self.threadsafe:
+            self.answer(data)
+            return QUIET
+        return data
+
+    done = complete
 
     def cancel(self) -> None:
         if self.cancelled:

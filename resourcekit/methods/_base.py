@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .._runner import Call
 from ..errors import InvalidParams, LimitExceeded
 from ..pagination import decode_cursor
 
@@ -71,5 +72,5 @@ def in_worker(req: Request, fn: Callable[[], dict[str, Any]]) -> Any:
     def job() -> bytes | None:
         return None if req.cancelled else req.encode(fn())
 
-    req.conn.server.runner.submit(job, req.complete, req.conn.lane)
+    req.conn.runner.submit(Call(job, req.complete), req.conn.lane)
     return PENDING

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from orjson import dumps
 
-from .._runner import QUIET
+from .._runner import Call
 from ..contents import TEXT_MIME, combined_version, text_version, to_contents
 from ..context import Context
 from ..errors import InvalidParams, NotModified, ResourceNotFound
@@ -64,61 +64,33 @@ def serve(req: Request, uri: str, reply_of: ReplyOf, done: Callback | None = Non
     sync handler's failure (or its reply, if not handed on from the worker) goes, on the loop
     (default: the request's answer)."""
     conn = req.conn
-    match = conn.app.router.match(uri)
-    if match is None:
-        raise ResourceNotFound(uri)
-    handler = match.handler
+    router = conn.router
+    handler = router.exact.get(uri)  # the most frequent case, without a match record
+    if handler is None or handler.sig.context_param is not None:
+        match = router.match(uri)
+        if match is None:
+            raise ResourceNotFound(uri)
+        handler, kwargs = match.handler, match.kwargs
+        sig = handler.sig
+        if sig.context_param is not None:
+            kwargs[sig.context_param] = _context(req, uri, match.raw)
+            req.threadsafe = False  # its log messages go out first, from the loop: so does its reply
+    else:
+        kwargs = _NO_ARGUMENTS
+        sig = handler.sig
     if req.principal is not None:  # HTTP with auth: the token must carry the resource's scopes
         check_read(req.principal, conn.app, handler, uri)
-    kwargs = match.kwargs
-    sig = handler.sig
-    if sig.context_param is not None:
-        kwargs[sig.context_param] = _context(req, uri, match.raw)
-    elif req.threadsafe and not sig.is_async:
-        conn.server.runner.submit(_Answer(req, handler, uri, kwargs, reply_of), done or req.complete, conn.lane)
-        return PENDING
     if sig.is_async:
         return _serve_async(req, handler, uri, kwargs, reply_of)
-    fn = handler.fn
-
-    def job() -> bytes | None:
-        if req.cancelled:
-            return None  # cancelled while it waited for a worker: nobody wants it
-        try:
-            return reply_of(req, handler, uri, fn(**kwargs))
-        except ResourceNotFound:
-            conn.app.router.forget(uri)  # no cache slot for what is not there
-            raise
-
-    conn.server.runner.submit(job, done or req.complete, conn.lane)
+    req.handler = handler
+    req.kwargs = kwargs
+    req.uri = uri
+    req.reply_of = reply_of
+    conn.runner.submit(req if done is None else Call(req.run, done), conn.lane)
     return PENDING
 
 
-class _Answer:
-    """A sync handler's read, as a worker job that answers it itself (``Request.answer``)."""
-
-    __slots__ = ("handler", "kwargs", "reply_of", "req", "uri")
-
-    def __init__(self, req: Request, handler: Handler, uri: str, kwargs: dict[str, Any], reply_of: ReplyOf) -> None:
-        self.req = req
-        self.handler = handler
-        self.uri = uri
-        self.kwargs = kwargs
-        self.reply_of = reply_of
-
-    def __call__(self) -> Any:
-        req = self.req
-        if req.cancelled:
-            return QUIET  # cancelled while it waited for a worker: nobody wants it
-        kwargs = self.kwargs
-        try:
-            value = self.handler.fn(**kwargs) if kwargs else self.handler.fn()
-            data = self.reply_of(req, self.handler, self.uri, value)
-        except ResourceNotFound:
-            req.conn.app.router.forget(self.uri)  # no cache slot for what is not there
-            raise
-        req.answer(data)
-        return QUIET
+_NO_ARGUMENTS: dict[str, Any] = {}  # a resource's handler takes none (never changed: only passed on)
 
 
 async def _serve_async(req: Request, handler: Handler, uri: str, kwargs: dict[str, Any], reply_of: ReplyOf) -> Any:
@@ -184,7 +156,10 @@ def _serve_listable(req: Request, uri: str, build: BuildListable, *, need_listab
 
 def read(req: Request) -> Any:
     """``resources/read``: the handler's value as contents, encoded where the handler ran."""
-    return serve(req, uri_param(req), read_reply)
+    uri = req.params.get("uri")
+    if type(uri) is not str or not uri or len(uri) > req.conn.limits.max_uri_length:
+        uri = uri_param(req)  # the parameter's error
+    return serve(req, uri, read_reply)
 
 
 def read_sep_2093(req: Request) -> Any:
@@ -225,7 +200,15 @@ def read_reply(req: Request, handler: Handler, uri: str, value: Any) -> bytes:
                 tail, version = text_tail(uri, mime, value)
             except TypeError:  # JSON cannot carry the text: answered as any result that cannot be
                 return req.encode(read_result(req, handler, uri, value))
-        served(req.conn, uri, version)
+        conn = req.conn  # ``served``, inlined for the most frequent read
+        tracker = conn.tracker
+        if tracker.versions.get(uri) is not version and tracker.instance_versions.get(uri) is not version:
+            tracker.observe(uri, version)
+        seen = conn.seen
+        if seen.get(uri) is not version:
+            if len(seen) >= conn.seen_max and uri not in seen:
+                seen.clear()
+            seen[uri] = version
         return HEAD + dumps(req.id) + tail
     return req.encode(read_result(req, handler, uri, value))
 
