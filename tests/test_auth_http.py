@@ -16,9 +16,9 @@ import orjson
 import pytest
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from tests.auth_helpers import AUTH_APP, challenge, resource_server
-from tests.helpers import COOKBOOK, command, env
-from tests.oauth_server import AuthorizationServer, SigningKey
+from tests.support.auth import AUTH_APP, challenge, resource_server
+from tests.support.oauth_server import AuthorizationServer, SigningKey
+from tests.support.process import COOKBOOK, command, env
 
 READ = "resources/read"
 

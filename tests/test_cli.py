@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.helpers import APPS, COOKBOOK, command, env
+from tests.support.process import APPS, COOKBOOK, command, env
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

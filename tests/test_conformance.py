@@ -31,8 +31,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import APPS, ROOT
-from tests.http_server import http_server_process
+from tests.support.http_server import http_server_process
+from tests.support.process import APPS, ROOT
 
 CONFORMANCE = ROOT / "tests" / "conformance"
 NODE_MODULES = CONFORMANCE / "node_modules"

@@ -15,7 +15,7 @@ from resourcekit import MCPError, optin
 from resourcekit.testing import Client
 from tests.apps import ext_app
 from tests.apps.ext_app import app
-from tests.helpers import APPS, RawServer
+from tests.support.process import APPS, RawServer
 
 pytestmark = pytest.mark.anyio
 SEP = {"experimental": {"io.resourcekit/sep-2093": {}}}

@@ -20,8 +20,8 @@ from resourcekit.core import HANDSHAKE, Server
 from resourcekit.core.plan import plan_for
 from resourcekit.optin import NONE
 from resourcekit.testing import Client
-from tests.helpers import APPS, ROOT, RawServer, command, env
-from tests.mcp_client import stdio_session
+from tests.support.mcp_client import stdio_session
+from tests.support.process import APPS, ROOT, RawServer, command, env
 
 
 def run(*args: str, cwd: Path | None = None, **kwargs: object) -> subprocess.CompletedProcess[str]:

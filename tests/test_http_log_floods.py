@@ -18,8 +18,8 @@ import httpx
 import orjson
 
 from resourcekit.logs import VARIANTS, Repeats
-from tests.auth_helpers import ResourceServer, resource_server
-from tests.helpers import APPS
+from tests.support.auth import ResourceServer, resource_server
+from tests.support.process import APPS
 from tests.test_scaleout import wait_for
 
 

@@ -18,8 +18,8 @@ import httpx
 import orjson
 import pytest
 
-from tests.helpers import APPS, modern_meta
-from tests.http_server import http_server_process
+from tests.support.http_server import http_server_process
+from tests.support.process import APPS, modern_meta
 
 FIXTURE = APPS / "http_app.py"
 ACCEPT = "application/json, text/event-stream"

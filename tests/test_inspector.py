@@ -22,8 +22,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from tests.helpers import APPS, env
-from tests.http_server import http_server_process
+from tests.support.http_server import http_server_process
+from tests.support.process import APPS, env
 from tests.test_conformance import CONFORMANCE, NODE_MODULES, ensure_npm_packages, node_env
 
 APP = APPS / "conformance_app.py"

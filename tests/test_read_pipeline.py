@@ -15,7 +15,7 @@ import pytest
 
 from resourcekit import App, Limits, ResourceNotFound
 from resourcekit.methods.reading import TAILS
-from tests.helpers import PROFILES, Session, cancelled, read
+from tests.support.process import PROFILES, Session, cancelled, read
 
 pytestmark = pytest.mark.anyio
 

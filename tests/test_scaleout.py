@@ -20,9 +20,9 @@ import httpx
 import orjson
 import pytest
 
-from tests.helpers import APPS, command, env, modern_meta
-from tests.http_server import http_server_process
-from tests.redis_server import RedisProcess, redis_process
+from tests.support.http_server import http_server_process
+from tests.support.process import APPS, command, env, modern_meta
+from tests.support.redis_server import RedisProcess, redis_process
 
 FIXTURE = APPS / "scale_app.py"
 ACCEPT = "application/json, text/event-stream"
@@ -270,7 +270,7 @@ def test_notify_without_redis_fails_and_workers_need_redis(tmp_path: Path) -> No
 
 
 def _closed_port() -> int:
-    from tests.http_server import free_port
+    from tests.support.http_server import free_port
 
     return free_port()
 

@@ -18,9 +18,9 @@ import httpx
 import pytest
 import redis as redis_py
 
-from tests.helpers import APPS, command, env, stop_process
-from tests.http_server import free_port, wait_for_port
-from tests.redis_server import RedisProcess, redis_process
+from tests.support.http_server import free_port, wait_for_port
+from tests.support.process import APPS, command, env, stop_process
+from tests.support.redis_server import RedisProcess, redis_process
 from tests.test_scaleout import UPDATED, EventReader, initialize, modern, post, request, wait_for
 
 FIXTURE = APPS / "scale_app.py"

@@ -18,7 +18,7 @@ from resourcekit.errors import DefinitionError
 from resourcekit.skills import SkillError
 from resourcekit.testing import Client
 from tests.apps.ext_app import app as ext_app
-from tests.helpers import COOKBOOK, env
+from tests.support.process import COOKBOOK, env
 
 pytestmark = pytest.mark.anyio
 MODERN = "2026-07-28"

@@ -20,8 +20,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError as ClientError
 
-from tests.helpers import COOKBOOK, ROOT, command, env
-from tests.http_server import free_port, wait_for_port
+from tests.support.http_server import free_port, wait_for_port
+from tests.support.process import COOKBOOK, ROOT, command, env
 
 pytestmark = pytest.mark.anyio
 SKILLS = COOKBOOK / "skills"

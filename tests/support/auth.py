@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
-from tests.helpers import APPS, command, env, stop_process
-from tests.http_server import free_port, wait_for_port
+from tests.support.http_server import free_port, wait_for_port
+from tests.support.process import APPS, command, env, stop_process
 
 AUTH_APP = APPS / "auth_app.py"
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}

@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.helpers import command, env, stop_process
+from tests.support.process import command, env, stop_process
 
 
 def free_port() -> int:

@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
-ROOT = Path(__file__).resolve().parent.parent
-APPS = Path(__file__).resolve().parent / "apps"
+ROOT = Path(__file__).resolve().parent.parent.parent
+APPS = ROOT / "tests" / "apps"
 COOKBOOK = ROOT / "cookbook"
 
 
@@ -209,7 +209,7 @@ class Session:
         if self.profile == "logged":
             logger.setLevel(logging.INFO)
         elif self.profile == "traced":
-            from tests.telemetry_support import otel
+            from tests.support.telemetry import otel
 
             otel()
             assert telemetry.probe()
