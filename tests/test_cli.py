@@ -9,11 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.support.process import APPS, COOKBOOK, command, env
-
-
-def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(command(*args), capture_output=True, text=True, env=env(), timeout=60, cwd=cwd)
+from tests.support.process import APPS, COOKBOOK, cli, command, env
 
 
 def write(tmp_path: Path, name: str, source: str) -> Path:
@@ -23,14 +19,14 @@ def write(tmp_path: Path, name: str, source: str) -> Path:
 
 
 def test_missing_file(tmp_path):
-    result = run("run", str(tmp_path / "nope.py"))
+    result = cli("run", str(tmp_path / "nope.py"))
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [f"resourcekit: error: no such file: {tmp_path / 'nope.py'}"]
 
 
 def test_import_error_shows_where_and_the_apps_traceback(tmp_path):
     path = write(tmp_path, "broken.py", "import os\n\nimport no_such_module_anywhere\n")
-    result = run("run", str(path))
+    result = cli("run", str(path))
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert lines[0] == (f"resourcekit: error: importing {path} failed at {path}:3: "
@@ -51,7 +47,7 @@ def test_a_definition_error_is_summed_up_by_its_first_line_not_its_caret(tmp_pat
         def note(note_id: str) -> str:
             return note_id
     """)
-    result = run("run", str(path))
+    result = cli("run", str(path))
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert lines[0] == (f"resourcekit: error: importing {path} failed at {path}:6: resourcekit.errors."
@@ -60,21 +56,21 @@ def test_a_definition_error_is_summed_up_by_its_first_line_not_its_caret(tmp_pat
 
 
 def test_a_mistyped_flag_is_reported_under_its_commands_usage():
-    result = run("run", "app.py", "--transprot", "http")
+    result = cli("run", "app.py", "--transprot", "http")
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert lines[0].startswith("usage: resourcekit run [-h]")
     assert lines[-1] == "resourcekit run: error: unrecognized arguments: --transprot http (did you mean --transport?)"
-    result = run("list", "app.py", "--jsn")
+    result = cli("list", "app.py", "--jsn")
     assert result.stderr.strip().splitlines()[-1] == ("resourcekit list: error: unrecognized arguments: --jsn "
                                                       "(did you mean --json?)")
-    result = run("read", "app.py", "notes://a", "extra")
+    result = cli("read", "app.py", "notes://a", "extra")
     assert result.stderr.strip().splitlines()[-1] == "resourcekit read: error: unrecognized arguments: extra"
 
 
 def test_no_app(tmp_path):
     path = write(tmp_path, "empty.py", "x = 1\n")
-    result = run("run", str(path))
+    result = cli("run", str(path))
     assert result.returncode == 1
     assert "defines no App" in result.stderr
 
@@ -93,9 +89,9 @@ def test_named_attr_and_conventions(tmp_path):
         def y() -> str:
             return "from second"
     """)
-    assert "several Apps" in run("list", str(path)).stderr
-    assert run("read", f"{path}:second", "a://x").stdout == "from second\n"
-    assert "no App named 'third'" in run("read", f"{path}:third", "a://x").stderr
+    assert "several Apps" in cli("list", str(path)).stderr
+    assert cli("read", f"{path}:second", "a://x").stdout == "from second\n"
+    assert "no App named 'third'" in cli("read", f"{path}:third", "a://x").stderr
     conventional = write(tmp_path, "conv.py", """
         from resourcekit import App
         other = App("other")
@@ -105,7 +101,7 @@ def test_named_attr_and_conventions(tmp_path):
         def x() -> str:
             return "server wins"
     """)
-    assert run("read", str(conventional), "a://x").stdout == "server wins\n"
+    assert cli("read", str(conventional), "a://x").stdout == "server wins\n"
 
 
 def test_module_level_decorators_use_the_default_app(tmp_path):
@@ -116,24 +112,24 @@ def test_module_level_decorators_use_the_default_app(tmp_path):
         def hello() -> str:
             return "hi"
     """)
-    assert run("read", str(path), "hello://world").stdout == "hi\n"
+    assert cli("read", str(path), "hello://world").stdout == "hi\n"
 
 
 def test_list_human_and_json():
-    result = run("list", str(APPS / "basic_app.py"))
+    result = cli("list", str(APPS / "basic_app.py"))
     assert result.returncode == 0
     assert result.stdout.startswith("basic: 39 resources, ")
     assert "text://hello" in result.stdout and "user://{user_id}/profile{?verbose}" in result.stdout
-    data = orjson.loads(run("list", "--json", str(COOKBOOK / "notes.py")).stdout)
+    data = orjson.loads(cli("list", "--json", str(COOKBOOK / "notes.py")).stdout)
     assert {r["uri"] for r in data["resources"]} >= {"config://settings", "notes://1"}
 
 
 def test_read_human_and_json_and_errors():
     app = str(APPS / "basic_app.py")
-    assert run("read", app, "text://hello").stdout == "hello, world\n"
-    data = orjson.loads(run("read", "--json", app, "bin://data.bin").stdout)
+    assert cli("read", app, "text://hello").stdout == "hello, world\n"
+    data = orjson.loads(cli("read", "--json", app, "bin://data.bin").stdout)
     assert data["contents"][0]["mimeType"] == "application/octet-stream"
-    missing = run("read", app, "nope://x")
+    missing = cli("read", app, "nope://x")
     assert missing.returncode == 1 and "Resource not found: nope://x (code -32002)" in missing.stderr
 
 
@@ -156,4 +152,4 @@ def test_list_counts_one_resource_and_one_template_in_the_singular(tmp_path):
         app.resource("a://b")(lambda: "x")
         app.template("a://{x}/y")(lambda x: x)
     """)
-    assert run("list", str(path)).stdout.startswith("one: 1 resource, 1 template\n")
+    assert cli("list", str(path)).stdout.startswith("one: 1 resource, 1 template\n")

@@ -21,13 +21,7 @@ from resourcekit.core.plan import plan_for
 from resourcekit.optin import NONE
 from resourcekit.testing import Client
 from tests.support.mcp_client import stdio_session
-from tests.support.process import APPS, ROOT, RawServer, command, env
-
-
-def run(*args: str, cwd: Path | None = None, **kwargs: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(command(*args), capture_output=True, text=True, env=env(), timeout=60, cwd=cwd,
-                          **kwargs)  # type: ignore[call-overload]
-
+from tests.support.process import APPS, ROOT, RawServer, cli, command, env
 
 # --- @app.resource without parentheses ----------------------------------------------------------
 
@@ -59,7 +53,7 @@ def test_the_cli_shows_that_mistake_at_its_line(tmp_path: Path):
     path = tmp_path / "app.py"
     path.write_text("from resourcekit import App\napp = App('a')\n\n@app.resource\ndef hello() -> str:\n"
                     "    return 'hi'\n")
-    result = run("list", str(path))
+    result = cli("list", str(path))
     assert result.returncode == 1
     # the line Python names for a decorator's failure: its own since 3.11, the def's before
     line, shown = (4, "    @app.resource\n") if sys.version_info >= (3, 11) else (5, "    def hello() -> str:\n")
@@ -70,7 +64,7 @@ def test_the_cli_shows_that_mistake_at_its_line(tmp_path: Path):
 def test_syntax_errors_show_their_place(tmp_path: Path):
     path = tmp_path / "app.py"
     path.write_text("from resourcekit import App\napp = App(\n")
-    result = run("list", str(path))
+    result = cli("list", str(path))
     assert result.returncode == 1 and f"failed at {path}:2: SyntaxError" in result.stderr
     assert "^" in result.stderr and "importlib" not in result.stderr
 
@@ -102,14 +96,14 @@ def project(tmp_path: Path) -> Path:
 
 def test_module_targets_and_files_inside_packages(project: Path):
     for target in ("acme.mcp.server:app", "acme.mcp.server"):
-        result = run("read", target, "text://greeting", cwd=project)
+        result = cli("read", target, "text://greeting", cwd=project)
         assert result.returncode == 0, result.stderr
         assert result.stdout == "HELLO FROM A PACKAGE\n"
     # a file inside a package, from anywhere: imported under its dotted name, so relative imports work
-    result = run("read", str(project / "acme" / "mcp" / "server.py"), "text://greeting", cwd=project.parent)
+    result = cli("read", str(project / "acme" / "mcp" / "server.py"), "text://greeting", cwd=project.parent)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "HELLO FROM A PACKAGE\n"
-    missing = run("read", "acme.nothing:app", "x://y", cwd=project)
+    missing = cli("read", "acme.nothing:app", "x://y", cwd=project)
     assert missing.returncode == 1 and "no such file or module: acme.nothing" in missing.stderr
 
 
@@ -158,7 +152,7 @@ def test_list_into_a_pipe_that_closes_ends_quietly(tmp_path: Path):
 
 @pytest.mark.parametrize("flag", [["--port", "9"], ["--reload"], ["--host", "0.0.0.0"], ["--workers", "2"]])
 def test_http_flags_with_stdio_are_refused(flag: list[str]):
-    result = run("run", str(APPS / "basic_app.py"), *flag)
+    result = cli("run", str(APPS / "basic_app.py"), *flag)
     assert result.returncode == 1
     assert result.stderr == f"resourcekit: error: {flag[0]} only applies to --transport http\n"
 
@@ -168,7 +162,7 @@ def test_a_port_in_use_is_reported_before_serving():
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = run("run", str(APPS / "basic_app.py"), "--transport", "http", "--port", str(port))
+        result = cli("run", str(APPS / "basic_app.py"), "--transport", "http", "--port", str(port))
     assert result.returncode == 1
     assert result.stderr == (f"resourcekit: error: port {port} on 127.0.0.1 is already in use "
                              "(pick another with --port)\n")
@@ -178,7 +172,7 @@ def test_a_port_in_use_is_reported_before_serving():
 
 
 def test_version_license_and_changelog():
-    result = run("--version")
+    result = cli("--version")
     assert result.returncode == 0 and result.stdout == f"resourcekit {resourcekit.__version__}\n"
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert re.search(rf'^version = "{re.escape(resourcekit.__version__)}"$', pyproject, re.M)
@@ -313,7 +307,7 @@ def test_python_app_py_without_run_exits_saying_how_to_serve(tmp_path: Path):
         'resourcekit: app.py declared 1 resource and served nothing: end it with `if __name__ == "__main__": '
         'app.run()` to serve over stdio, or start it with `resourcekit run app.py`']
     # imported, run by the CLI, served in memory or failing on its own: nothing more is said
-    assert "served nothing" not in run("list", str(path)).stderr
+    assert "served nothing" not in cli("list", str(path)).stderr
     path.write_text(textwrap.dedent(NOTES) + textwrap.dedent("""
         import asyncio
         from resourcekit.testing import Client

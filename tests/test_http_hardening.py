@@ -24,7 +24,8 @@ import pytest
 from resourcekit import App, Context, Limits
 from resourcekit.transports.http import ASGIApp, HTTPError
 from tests.support.http_server import http_server_process
-from tests.support.process import APPS, command, env, modern_meta
+from tests.support.process import APPS, command, env
+from tests.support.wire import modern_meta
 
 pytestmark = pytest.mark.anyio
 

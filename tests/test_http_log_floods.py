@@ -19,8 +19,8 @@ import orjson
 
 from resourcekit.logs import VARIANTS, Repeats
 from tests.support.auth import ResourceServer, resource_server
+from tests.support.http_server import wait_for
 from tests.support.process import APPS
-from tests.test_scaleout import wait_for
 
 
 def logged(server: ResourceServer) -> list[str]:

@@ -15,7 +15,8 @@ import pytest
 
 from resourcekit import App, Limits, ResourceNotFound
 from resourcekit.methods.reading import TAILS
-from tests.support.process import PROFILES, Session, cancelled, read
+from tests.support.session import PROFILES, Session
+from tests.support.wire import cancelled, read
 
 pytestmark = pytest.mark.anyio
 

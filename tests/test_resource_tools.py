@@ -14,7 +14,8 @@ from mcp.shared.exceptions import MCPError as ClientError
 
 from tests.support.http_server import http_server_process
 from tests.support.mcp_client import stdio_session
-from tests.support.process import APPS, modern_meta
+from tests.support.process import APPS
+from tests.support.wire import modern_meta
 
 pytestmark = pytest.mark.anyio
 APP = APPS / "tools_app.py"

@@ -8,7 +8,8 @@ import time
 import orjson
 import pytest
 
-from tests.support.process import APPS, RawServer, modern_meta
+from tests.support.process import APPS, RawServer
+from tests.support.wire import modern_meta
 
 APP = APPS / "basic_app.py"
 

@@ -6,7 +6,8 @@ import anyio
 import pytest
 
 from tests.support.mcp_client import stdio_session
-from tests.support.process import APPS, RawServer, modern_meta
+from tests.support.process import APPS, RawServer
+from tests.support.wire import modern_meta
 
 pytestmark = pytest.mark.anyio
 APP = APPS / "tracking_app.py"

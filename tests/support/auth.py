@@ -51,6 +51,9 @@ class ResourceServer:
         self.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, token, session=sid)
         return sid
 
+    def read(self, uri: str, token: str | None, session: str | None = None) -> httpx.Response:
+        return self.call("resources/read", {"uri": uri}, token, session=session)
+
     def call(self, method: str, params: dict[str, Any], token: str | None, *, session: str | None = None,
              rid: int = 1, query: str = "") -> httpx.Response:
         """A handshake-era request in ``session``, or (without one) a stateless 2026-07-28 request."""

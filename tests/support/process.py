@@ -1,4 +1,5 @@
-"""Drive real ``resourcekit run`` subprocesses with raw JSON-RPC lines."""
+"""Paths, ``resourcekit`` subprocesses (``command``, ``env``, ``cli``, ``stop_process``) and the stdio
+harness ``RawServer``: a real ``resourcekit run`` process driven with raw JSON-RPC lines."""
 
 from __future__ import annotations
 
@@ -19,6 +20,11 @@ COOKBOOK = ROOT / "cookbook"
 
 def command(*args: str) -> list[str]:
     return [sys.executable, "-m", "resourcekit", *args]
+
+
+def cli(*args: str, cwd: Path | None = None, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """Run ``resourcekit ARGS`` to its end (60 s at most), its output captured as text."""
+    return subprocess.run(command(*args), capture_output=True, text=True, env=env(), timeout=60, cwd=cwd, **kwargs)
 
 
 def env() -> dict[str, str]:
@@ -131,106 +137,3 @@ def stop_process(proc: subprocess.Popen[Any], timeout: float = 10) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-
-
-def modern_meta(**extra: Any) -> dict[str, Any]:
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
-    meta.update(extra)
-    return meta
-
-
-# --- an in-process session, as each session profile serves it -----------------------------------
-
-#: the session profiles a protocol test runs under: plain, the access log on, OpenTelemetry spans,
-#: and a caller whose scopes are checked
-PROFILES = ("plain", "logged", "traced", "scoped")
-
-
-def read(rid: Any, uri: str, **params: Any) -> bytes:
-    """A ``resources/read`` request line (without its newline)."""
-    return orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": "resources/read", "params": {"uri": uri, **params}})
-
-
-def cancelled(rid: Any) -> bytes:
-    return orjson.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}})
-
-
-class Wire:
-    """What the client end of an in-process session received, each message decoded, in order."""
-
-    def __init__(self) -> None:
-        self.messages: list[Any] = []
-        self.writes = 0
-
-    def write(self, data: bytes) -> None:  # from any thread, as a transport's write
-        self.writes += 1
-        self.messages.extend(orjson.loads(line) for line in data.splitlines())
-
-    def by_id(self) -> dict[Any, Any]:
-        return {m["id"]: m for m in list(self.messages) if type(m) is dict and "id" in m}
-
-    async def answered(self, ids: set[Any], timeout: float = 3.0) -> dict[Any, Any]:
-        """The answers to ``ids`` that came within ``timeout`` seconds (all of them, or fewer)."""
-        import asyncio
-
-        got: dict[Any, Any] = {}
-        for _ in range(int(timeout / 0.01)):
-            got = {rid: m for rid, m in self.by_id().items() if rid in ids}
-            if set(got) == ids:
-                break
-            await asyncio.sleep(0.01)
-        return got
-
-    def errors(self) -> list[dict[str, Any]]:
-        return [m["error"] for m in list(self.messages) if type(m) is dict and "error" in m]
-
-
-class Session:
-    """A session of ``app`` in this process, served as ``profile`` serves it, its replies on a
-    ``Wire`` through the same outbox as stdio's (``async with Session(app) as (conn, wire)``)."""
-
-    def __init__(self, app: Any, profile: str = "plain", *, version: str = "2025-11-25",
-                 capabilities: dict[str, Any] | None = None) -> None:
-        self.app, self.profile, self.version, self.capabilities = app, profile, version, capabilities or {}
-
-    async def __aenter__(self) -> tuple[Any, Wire]:
-        import asyncio
-        import logging
-
-        from resourcekit import Principal, telemetry
-        from resourcekit._runner import ThreadRunner
-        from resourcekit.core import Server
-
-        logger = logging.getLogger("resourcekit")
-        self._level = logger.level
-        if self.profile == "logged":
-            logger.setLevel(logging.INFO)
-        elif self.profile == "traced":
-            from tests.support.telemetry import otel
-
-            otel()
-            assert telemetry.probe()
-        self.server = server = Server(self.app, "pipe")
-        limits = self.app.limits
-        server.start(ThreadRunner(asyncio.get_running_loop(), limits.max_workers, limits.max_queued_jobs))
-        wire = Wire()
-        self.conn = conn = server.stream(wire.write)
-        if self.profile == "scoped":
-            conn.principal = Principal("tester", scopes=["notes:read"])
-        if self.version != "2026-07-28":
-            conn.feed(orjson.dumps({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
-                "protocolVersion": self.version, "capabilities": self.capabilities,
-                "clientInfo": {"name": "t", "version": "0"}}}))
-            assert "init" in await wire.answered({"init"})
-            wire.messages.clear()
-        return conn, wire
-
-    async def __aexit__(self, *exc: object) -> None:
-        import logging
-
-        self.conn.close()
-        self.server.close()
-        logging.getLogger("resourcekit").setLevel(self._level)
