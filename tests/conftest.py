@@ -35,3 +35,21 @@ def auth_server() -> Iterator[Any]:
 
     with AuthorizationServer() as server:
         yield server
+
+
+@pytest.fixture
+async def served() -> Any:
+    """``serve(app, **options)``: a started in-process ``ASGIApp`` of ``app``, closed after the test."""
+    from resourcekit.transports.http import ASGIApp
+
+    made: list[ASGIApp] = []
+
+    def serve(app: Any, **options: Any) -> ASGIApp:
+        asgi = ASGIApp(app, **options)
+        asgi.start()
+        made.append(asgi)
+        return asgi
+
+    yield serve
+    for asgi in made:
+        asgi.close()

@@ -1,14 +1,18 @@
 """An in-process session of an app, served as each session profile serves it (``Session``), the
-messages its client end receives (``Wire``), and the in-process client's refusals (``error_of``)."""
+messages its client end receives (``Wire``), the in-process client's refusals (``error_of``), and a
+connection of the core as HTTP makes them (``connected``, ``answered_in``)."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 import pytest
 
-from resourcekit import MCPError
+from resourcekit import App, MCPError
+from resourcekit.core import Connection, Server
 from resourcekit.testing import Client
 
 #: the session profiles a protocol test runs under: plain, the access log on, OpenTelemetry spans,
@@ -100,3 +104,37 @@ async def error_of(client: Client, method: str, params: dict[str, Any]) -> MCPEr
     with pytest.raises(MCPError) as info:
         await client.request(method, params)
     return info.value
+
+
+# --- a connection of the core: what HTTP and stateless requests are served through -----------------
+
+
+def decoded(out: list) -> Callable[[Any], None]:
+    """A connection's ``send`` that keeps each message decoded (a response comes encoded)."""
+    return lambda m: out.append(orjson.loads(m) if type(m) is bytes else m)
+
+
+def connected(app: App, version: str = "2025-11-25") -> tuple[Server, Connection, list]:
+    """A started server and one initialized connection of ``app``, its messages decoded into a list."""
+    server = Server(app)
+    server.start()
+    out: list = []
+    conn = server.connect(decoded(out))
+    conn.receive({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+    out.clear()
+    return server, conn, out
+
+
+async def answered_in(out: list, ids: set, timeout: float = 3.0) -> dict:
+    """The answers to ``ids`` in ``out`` (a batch's too) that came within ``timeout`` seconds."""
+    got: dict = {}
+    for _ in range(int(timeout / 0.01)):
+        for message in out:
+            for item in message if isinstance(message, list) else [message]:
+                if item.get("id") in ids:
+                    got[item["id"]] = item
+        if set(got) == ids:
+            return got
+        await asyncio.sleep(0.01)
+    return got
