@@ -44,19 +44,22 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30)
 
 @contextlib.contextmanager
 def http_server_process(
-    target: str | Path, *extra: str, extra_env: dict[str, str] | None = None, script: bool = False
+    target: str | Path, *extra: str, extra_env: dict[str, str] | None = None, script: bool = False,
+    log: Path | None = None,
 ) -> Iterator[str]:
     """Yield the endpoint URL of a real HTTP server process; stop it afterwards.
 
-    ``script=True`` runs ``python TARGET PORT`` instead of ``resourcekit run TARGET``.
+    ``script=True`` runs ``python TARGET PORT`` instead of ``resourcekit run TARGET``; ``log``: a file
+    that gets the server's stderr.
     """
     port = free_port()
     if script:
         argv = [sys.executable, str(target), str(port)]
     else:
         argv = command("run", str(target), "--transport", "http", "--port", str(port), *extra)
+    errors = log.open("wb") if log is not None else None
     proc = subprocess.Popen(argv, env={**env(), **(extra_env or {})}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+                            stderr=errors or subprocess.PIPE)
     try:
         wait_for_port(port, proc)
         yield f"http://127.0.0.1:{port}/mcp"
@@ -64,6 +67,8 @@ def http_server_process(
         stop_process(proc)
         if proc.stderr:
             proc.stderr.close()
+        if errors is not None:
+            errors.close()
 
 
 def post(url: str, body: Any, headers: dict[str, str] | None = None, timeout: float = 15) -> httpx.Response:
