@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 import run  # noqa: E402
 
-from tests.oauth_server import AuthorizationServer  # noqa: E402
+from tests.support.oauth_server import AuthorizationServer  # noqa: E402
 
 TOKEN = b""
 _plain_init = run._H1Conn.__init__

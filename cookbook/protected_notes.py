@@ -1,7 +1,7 @@
 """Protected notes: OAuth 2.1 scopes per resource (docs/authorization.md).
 
 Run it against a local authorization server (the tests' small one serves for trying):
-    python tests/oauth_server.py 9000                       # client "demo", secret "demo-secret"
+    python tests/support/oauth_server.py 9000                       # client "demo", secret "demo-secret"
     resourcekit run cookbook/protected_notes.py --transport http \\
         --auth-issuer http://127.0.0.1:9000 --auth-audience http://127.0.0.1:8000/mcp
 Over stdio nothing is checked (the MCP spec leaves stdio to its environment).

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from tests.telemetry_support import Otel
+    from tests.support.telemetry import Otel
 
 
 @pytest.fixture
@@ -17,7 +17,7 @@ def anyio_backend() -> str:
 @pytest.fixture
 def sdk() -> Iterator[Otel]:
     """The OpenTelemetry SDK of the test process, recording while the test runs (telemetry tests)."""
-    from tests.telemetry_support import otel  # the SDK: set up only by the tests that use it
+    from tests.support.telemetry import otel  # the SDK: set up only by the tests that use it
 
     o = otel()
     o.reset()
@@ -31,7 +31,25 @@ def sdk() -> Iterator[Otel]:
 @pytest.fixture(scope="module")
 def auth_server() -> Iterator[Any]:
     """A real OAuth authorization server in the test process (the authorization tests)."""
-    from tests.oauth_server import AuthorizationServer  # Authlib: loaded only by the tests that use it
+    from tests.support.oauth_server import AuthorizationServer  # Authlib: loaded only by the tests that use it
 
     with AuthorizationServer() as server:
         yield server
+
+
+@pytest.fixture
+async def served() -> Any:
+    """``serve(app, **options)``: a started in-process ``ASGIApp`` of ``app``, closed after the test."""
+    from resourcekit.transports.http import ASGIApp
+
+    made: list[ASGIApp] = []
+
+    def serve(app: Any, **options: Any) -> ASGIApp:
+        asgi = ASGIApp(app, **options)
+        asgi.start()
+        made.append(asgi)
+        return asgi
+
+    yield serve
+    for asgi in made:
+        asgi.close()

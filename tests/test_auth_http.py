@@ -16,9 +16,9 @@ import orjson
 import pytest
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from tests.auth_helpers import AUTH_APP, challenge, resource_server
-from tests.helpers import COOKBOOK, command, env
-from tests.oauth_server import AuthorizationServer, SigningKey
+from tests.support.auth import AUTH_APP, challenge, resource_server
+from tests.support.oauth_server import AuthorizationServer, SigningKey
+from tests.support.process import COOKBOOK, command, env
 
 READ = "resources/read"
 
@@ -33,10 +33,6 @@ def server(auth_server):
 
 def token(auth_server, server, scopes="notes:read", **kwargs):
     return auth_server.mint(server.url, scopes, **kwargs)
-
-
-def read(server, uri, tok, session=None):
-    return server.call(READ, {"uri": uri}, tok, session=session)
 
 
 # --- metadata and the 401 challenge ---------------------------------------------------------------
@@ -56,7 +52,7 @@ def test_protected_resource_metadata_is_public_at_both_well_known_paths(auth_ser
 
 
 def test_no_token_is_401_with_the_metadata_url_and_no_error(server):
-    response = read(server, "notes://list", None)
+    response = server.read("notes://list", None)
     assert response.status_code == 401
     # scope: what the App's resources need unless they say otherwise (where a client starts)
     assert challenge(response) == {
@@ -112,7 +108,7 @@ def test_every_bad_token_is_the_same_401_and_the_reason_is_only_in_the_log(auth_
     for why, bad in _bad_tokens(auth_server, server):
         for era_session in (None, "stateful"):
             if era_session is None:
-                response = read(server, "notes://list", bad)
+                response = server.read("notes://list", bad)
             else:
                 response = server.post({"jsonrpc": "2.0", "id": 0, "method": "initialize",
                                         "params": {"protocolVersion": "2025-11-25", "capabilities": {},
@@ -145,16 +141,16 @@ def test_a_token_in_the_query_string_is_refused_even_a_valid_one(auth_server, se
 
 def test_a_valid_token_reads_in_both_eras_and_the_handler_sees_the_principal(auth_server, server):
     good = token(auth_server, server, "notes:read extra", subject="alice", client_id="app-1")
-    stateless = read(server, "notes://list", good)
+    stateless = server.read("notes://list", good)
     assert stateless.status_code == 200 and stateless.json()["result"]["contents"][0]["text"] == "groceries, taxes"
     sid = server.initialize(good)
-    me = read(server, "whoami://me", good, session=sid)
+    me = server.read("whoami://me", good, session=sid)
     assert orjson.loads(me.json()["result"]["contents"][0]["text"]) == {
         "subject": "alice", "client_id": "app-1", "scopes": ["extra", "notes:read"], "iss": auth_server.issuer}
 
 
 def _ran(server, tok):
-    return orjson.loads(read(server, "debug://ran", tok).json()["result"]["contents"][0]["text"])
+    return orjson.loads(server.read("debug://ran", tok).json()["result"]["contents"][0]["text"])
 
 
 def test_missing_scopes_are_403_insufficient_scope_and_the_handler_never_runs(auth_server, server):
@@ -162,7 +158,7 @@ def test_missing_scopes_are_403_insufficient_scope_and_the_handler_never_runs(au
     before = _ran(server, reader)
     sid = server.initialize(reader)
     for session in (None, sid):
-        response = read(server, "notes://secret", reader, session)
+        response = server.read("notes://secret", reader, session)
         assert response.status_code == 403
         params = challenge(response)
         assert params["error"] == "insufficient_scope" and params["scope"] == "notes:read secret"
@@ -170,24 +166,24 @@ def test_missing_scopes_are_403_insufficient_scope_and_the_handler_never_runs(au
         assert response.json()["error"]["data"] == {"uri": "notes://secret", "scopes": ["notes:read", "secret"]}
     # scopes=[a, b] needs both: "secret" alone is not enough
     only_secret = token(auth_server, server, "secret")
-    assert read(server, "notes://secret", only_secret).status_code == 403
+    assert server.read("notes://secret", only_secret).status_code == 403
     # with both, it is read
     both = token(auth_server, server, "notes:read secret")
-    assert read(server, "notes://secret", both).json()["result"]["contents"][0]["text"] == "the cake is a lie"
+    assert server.read("notes://secret", both).json()["result"]["contents"][0]["text"] == "the cake is a lie"
     assert _ran(server, reader)["secret"] == before["secret"] + 1
 
 
 def test_a_protected_template_answers_the_same_whether_the_instance_exists_or_not(auth_server, server):
     reader = token(auth_server, server, "notes:read")
     before = _ran(server, reader)
-    present, absent = read(server, "vault://gold", reader), read(server, "vault://nothing-here", reader)
+    present, absent = server.read("vault://gold", reader), server.read("vault://nothing-here", reader)
     assert present.status_code == absent.status_code == 403
     assert challenge(present) == challenge(absent)
     assert present.json()["error"]["code"] == absent.json()["error"]["code"]
     assert _ran(server, reader)["vault"] == before["vault"]
     allowed = token(auth_server, server, "vault")
-    assert read(server, "vault://gold", allowed).json()["result"]["contents"][0]["text"] == "42 bars"
-    assert read(server, "vault://nothing-here", allowed).json()["error"]["code"] == -32602  # now: not found
+    assert server.read("vault://gold", allowed).json()["result"]["contents"][0]["text"] == "42 bars"
+    assert server.read("vault://nothing-here", allowed).json()["error"]["code"] == -32602  # now: not found
 
 
 def test_subscribe_and_listen_need_the_scopes_too(auth_server, server):
@@ -227,12 +223,12 @@ def test_a_session_is_bound_to_its_principal_and_survives_a_step_up(auth_server,
     alice = token(auth_server, server, "notes:read", subject="alice")
     sid = server.initialize(alice)
     bob = token(auth_server, server, "notes:read secret", subject="bob")
-    assert read(server, "notes://list", bob, session=sid).status_code == 404
+    assert server.read("notes://list", bob, session=sid).status_code == 404
     # alice asks her authorization server for more (step-up): a new token, the same session
     stepped_up = token(auth_server, server, "notes:read secret", subject="alice")
-    response = read(server, "notes://secret", stepped_up, session=sid)
+    response = server.read("notes://secret", stepped_up, session=sid)
     assert response.status_code == 200 and response.json()["result"]["contents"][0]["text"] == "the cake is a lie"
-    assert read(server, "notes://secret", alice, session=sid).status_code == 403
+    assert server.read("notes://secret", alice, session=sid).status_code == 403
 
 
 def test_health_and_preflight_need_no_token(server):
@@ -249,7 +245,7 @@ def test_health_and_preflight_need_no_token(server):
 def test_a_rotated_key_is_picked_up_and_unknown_kids_cost_one_fetch_per_interval():
     with AuthorizationServer() as auth_server, resource_server(auth_server.issuer, script=True) as rs:
         attacker = SigningKey("made-up")
-        assert read(rs, "notes://list", auth_server.mint(rs.url, "notes:read")).status_code == 200
+        assert rs.read("notes://list", auth_server.mint(rs.url, "notes:read")).status_code == 200
         started = time.monotonic()
         fetched = auth_server.count("/jwks")
         assert fetched == 1
@@ -258,18 +254,18 @@ def test_a_rotated_key_is_picked_up_and_unknown_kids_cost_one_fetch_per_interval
         # right after the last fetch an unknown kid waits for the interval (2 s here, 30 s by default) ...
         flood = [auth_server.mint(rs.url, "notes:read", key=attacker, headers={"kid": f"made-up-{i}"})
                  for i in range(20)]
-        refused = [read(rs, "notes://list", t).status_code for t in [new, *flood]]
+        refused = [rs.read("notes://list", t).status_code for t in [new, *flood]]
         if time.monotonic() - started < 1.5:  # (a loaded machine may have let the interval pass)
             assert refused == [401] * 21 and auth_server.count("/jwks") == fetched
         assert auth_server.count("/jwks") <= fetched + 1
         # ... then the new key is fetched and accepted, without a restart
         deadline = time.monotonic() + 10
-        while read(rs, "notes://list", new).status_code != 200:
+        while rs.read("notes://list", new).status_code != 200:
             assert time.monotonic() < deadline, "the rotated key was never accepted"
             time.sleep(0.2)
         # the old key is gone from the JWKS: a token it signs now is refused
         old = auth_server.mint(rs.url, "notes:read", key=SigningKey("key-1"))
-        assert read(rs, "notes://list", old).status_code == 401
+        assert rs.read("notes://list", old).status_code == 401
         assert auth_server.count("/jwks") <= fetched + 4
 
 
@@ -284,15 +280,15 @@ def test_opaque_tokens_are_introspected_once_and_cached_until_expiry():
         good = granted["access_token"]
         assert good.count(".") == 0  # opaque: only introspection can tell
         for _ in range(3):
-            response = read(rs, "notes://secret", good)
+            response = rs.read("notes://secret", good)
             assert response.status_code == 200, response.text
         assert auth_server.count("/introspect") == 1
         scoped = auth_server.mint_opaque(rs.url, "notes:read")
-        assert read(rs, "notes://secret", scoped).status_code == 403
+        assert rs.read("notes://secret", scoped).status_code == 403
         for why, bad in (("inactive", auth_server.mint_opaque(rs.url, "notes:read", active=False)),
                          ("other audience", auth_server.mint_opaque("http://127.0.0.1:1/mcp", "notes:read")),
                          ("unknown", "no-such-token")):
-            response = read(rs, "notes://list", bad)
+            response = rs.read("notes://list", bad)
             assert response.status_code == 401 and challenge(response)["error"] == "invalid_token", why
         assert "not active" in rs.log and "is not this server" in rs.log
 
@@ -318,13 +314,13 @@ def test_auth_scope_is_required_of_every_request_and_advertised(auth_server):
                          f"{auth_server.issuer}/jwks", "--auth-scope", "mcp", "--auth-scope", "notes:read") as rs:
         document = httpx.get(f"http://127.0.0.1:{rs.port}/.well-known/oauth-protected-resource").json()
         assert document["scopes_supported"] == ["mcp", "notes:read", "secret", "vault"]
-        missing = read(rs, "notes://public", None)
+        missing = rs.read("notes://public", None)
         assert challenge(missing)["scope"] == "mcp notes:read"
-        lacking = read(rs, "notes://public", auth_server.mint(rs.url, "notes:read"))
+        lacking = rs.read("notes://public", auth_server.mint(rs.url, "notes:read"))
         assert lacking.status_code == 403 and challenge(lacking)["scope"] == "mcp notes:read"
         both = auth_server.mint(rs.url, "notes:read mcp")
-        assert read(rs, "notes://public", both).status_code == 200
-        secret = read(rs, "notes://secret", both)
+        assert rs.read("notes://public", both).status_code == 200
+        secret = rs.read("notes://secret", both)
         assert secret.status_code == 403 and challenge(secret)["scope"] == "mcp notes:read secret"
 
 
@@ -347,13 +343,13 @@ def test_the_cookbook_example_with_a_token_from_the_token_endpoint():
         assert [r["uri"] for r in listed["resources"]] == [
             "notes://about", "notes://whoami", "notes://note/groceries", "notes://note/talk"]
         assert listed["cacheScope"] == "private"
-        assert read(rs, "notes://note/talk", reader).json()["result"]["contents"][0]["text"] == "draft, rehearse"
+        assert rs.read("notes://note/talk", reader).json()["result"]["contents"][0]["text"] == "draft, rehearse"
         for day in ("monday", "someday"):
-            refused = read(rs, f"diary://{day}", reader)
+            refused = rs.read(f"diary://{day}", reader)
             assert refused.status_code == 403 and challenge(refused)["scope"] == "diary:read notes:read"
         diarist = grant("notes:read diary:read")
-        assert read(rs, "diary://monday", diarist).json()["result"]["contents"][0]["text"] == "It rained."
-        me = orjson.loads(read(rs, "notes://whoami", diarist).json()["result"]["contents"][0]["text"])
+        assert rs.read("diary://monday", diarist).json()["result"]["contents"][0]["text"] == "It rained."
+        me = orjson.loads(rs.read("notes://whoami", diarist).json()["result"]["contents"][0]["text"])
         assert me == {"subject": "demo", "client_id": "demo", "scopes": ["diary:read", "notes:read"]}
 
 

@@ -14,7 +14,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from mcp.shared.exceptions import MCPError as ClientError
 
-from tests.auth_helpers import resource_server
+from tests.support.auth import resource_server
 
 pytestmark = pytest.mark.anyio
 

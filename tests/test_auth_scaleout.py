@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.auth_helpers import ResourceServer, resource_server
-from tests.redis_server import RedisProcess, redis_process
+from tests.support.auth import ResourceServer, resource_server
+from tests.support.redis_server import RedisProcess, redis_process
 
 AUDIENCE = "http://127.0.0.1:9/mcp"  # one canonical URL for every worker (behind one balancer)
 

@@ -10,9 +10,9 @@ import pytest
 from resourcekit import App, Context, DefinitionError, InsufficientScope, Principal
 from resourcekit.auth import OAuthResourceServer
 from resourcekit.testing import Client
-from tests.auth_helpers import AUTH_APP
-from tests.helpers import COOKBOOK
-from tests.mcp_client import stdio_session
+from tests.support.auth import AUTH_APP
+from tests.support.mcp_client import stdio_session
+from tests.support.process import COOKBOOK
 
 pytestmark = pytest.mark.anyio
 
@@ -118,7 +118,7 @@ async def test_stdio_is_unaffected_every_resource_reads():
 
 
 async def test_requests_that_arrive_during_the_first_key_fetch_wait_for_it_and_it_happens_once():
-    from tests.oauth_server import AuthorizationServer
+    from tests.support.oauth_server import AuthorizationServer
 
     with AuthorizationServer() as auth_server:
         rs = OAuthResourceServer(issuer=auth_server.issuer, audience="http://127.0.0.1:1/mcp")

@@ -15,8 +15,8 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError as ClientError
 
-from tests.helpers import COOKBOOK, env
-from tests.mcp_client import all_resources, stdio_session
+from tests.support.mcp_client import all_resources, stdio_session
+from tests.support.process import COOKBOOK, env
 
 pytestmark = pytest.mark.anyio
 
@@ -290,7 +290,7 @@ async def test_sqlite_schema_tables_rows_and_paging(database: Path):
 async def test_sqlite_write_helpers_and_outside_writes_reach_subscribers(database: Path):
     updates = Updates()
     config = {"RESOURCEKIT_DB": str(database), **POLL}
-    writer = Path(__file__).parent / "cookbook_sqlite_writer.py"
+    writer = Path(__file__).parent / "support" / "cookbook_sqlite_writer.py"
     async with stdio_session(writer, message_handler=updates, extra_env=config) as session:
         await session.subscribe_resource("db://products/2")
         await session.subscribe_resource("db://products/3")

@@ -7,8 +7,8 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.helpers import COOKBOOK
-from tests.http_server import http_server_process
+from tests.support.http_server import http_server_process
+from tests.support.process import COOKBOOK
 
 pytestmark = pytest.mark.anyio
 

@@ -13,8 +13,8 @@ from mcp.client.client import Client
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.helpers import ROOT, env
-from tests.http_server import free_port, wait_for_port
+from tests.support.http_server import free_port, wait_for_port
+from tests.support.process import ROOT, env
 
 pytestmark = pytest.mark.anyio
 

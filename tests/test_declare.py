@@ -6,6 +6,7 @@ import collections.abc
 import dataclasses
 import datetime as dt
 import enum
+import re
 import typing
 import uuid
 from decimal import Decimal
@@ -26,6 +27,8 @@ from resourcekit import (
     UnknownParameterError,
     UnsupportedParameterType,
     UnsupportedReturnType,
+    resource,
+    template,
 )
 
 
@@ -426,3 +429,29 @@ def test_templates_declared_from_many_threads_at_once_all_convert_uuids() -> Non
         t.join()
     assert errors == []
     assert len(app.router.templates) == 400
+
+
+# --- @app.resource without parentheses (issue 12, the first ten minutes) --------------------------
+
+
+def test_decorators_without_their_uri_say_how_to_write_them():
+    app = App("x")
+    with pytest.raises(DefinitionError, match=re.escape('write @app.resource("notes://today") above def hello()')):
+
+        @app.resource  # type: ignore[arg-type]
+        def hello() -> str:
+            return "hi"
+
+    with pytest.raises(DefinitionError, match=re.escape('@app.template("notes://{name}") above def note()')):
+
+        @app.template  # type: ignore[arg-type]
+        def note(name: str) -> str:
+            return name
+
+    with pytest.raises(DefinitionError, match="@app.resource"):
+        resource(lambda: "x")  # type: ignore[arg-type]
+    with pytest.raises(DefinitionError, match="@app.template"):
+        template(lambda: "x")  # type: ignore[arg-type]
+    with pytest.raises(DefinitionError, match="takes the URI as a string"):
+        app.resource(42)  # type: ignore[arg-type]
+    assert len(app.resources) == 0

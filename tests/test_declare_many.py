@@ -352,7 +352,7 @@ for i, default in enumerate([1, 1.0, True, 0.0, -0.0]):
 def test_equal_but_different_defaults_as_a_real_server_lists_them(tmp_path: Any) -> None:
     import orjson
 
-    from tests.helpers import RawServer
+    from tests.support.process import RawServer
 
     (tmp_path / "stdio_app.py").write_text(_DEFAULTS_APP)
     with RawServer(tmp_path / "stdio_app.py") as server:
@@ -401,7 +401,7 @@ def today() -> Report:
 
 def test_a_wrapped_string_annotation_is_resolved_where_the_wrapped_function_lives(tmp_path: Any) -> None:
     # the wrapper's own module has no Report: get_type_hints looks in the wrapped function's globals
-    from tests.helpers import RawServer
+    from tests.support.process import RawServer
 
     (tmp_path / "wrapping.py").write_text(
         "import functools\n\n\ndef cached(fn):\n    @functools.wraps(fn)\n"

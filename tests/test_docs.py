@@ -39,7 +39,7 @@ import pytest
 import yaml
 
 from resourcekit.limits import Limits
-from tests.helpers import ROOT
+from tests.support.process import ROOT
 
 DOCS = ROOT / "docs"
 CHROMIUM = os.environ.get("RESOURCEKIT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"

@@ -20,8 +20,9 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from tests.helpers import APPS, COOKBOOK, command, env, modern_meta, stop_process
-from tests.http_server import free_port, wait_for_port
+from tests.support.http_server import free_port, wait_for_port
+from tests.support.process import APPS, COOKBOOK, command, env, stop_process
+from tests.support.wire import modern_meta
 
 APP = APPS / "explorer_app.py"
 CHROMIUM = os.environ.get("RESOURCEKIT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"

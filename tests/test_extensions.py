@@ -11,11 +11,12 @@ from typing import Any
 import orjson
 import pytest
 
-from resourcekit import MCPError, optin
+from resourcekit import optin
 from resourcekit.testing import Client
 from tests.apps import ext_app
 from tests.apps.ext_app import app
-from tests.helpers import APPS, RawServer
+from tests.support.process import APPS, RawServer
+from tests.support.session import error_of
 
 pytestmark = pytest.mark.anyio
 SEP = {"experimental": {"io.resourcekit/sep-2093": {}}}
@@ -36,12 +37,6 @@ def version(request: pytest.FixtureRequest) -> str:
 
 def not_found(version: str) -> int:
     return -32602 if version == MODERN else -32002
-
-
-async def error_of(client: Client, method: str, params: dict[str, Any]) -> MCPError:
-    with pytest.raises(MCPError) as info:
-        await client.request(method, params)
-    return info.value
 
 
 async def pages(client: Client, params: dict[str, Any]) -> list[dict[str, Any]]:

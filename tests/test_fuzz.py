@@ -38,7 +38,8 @@ from hypothesis import strategies as st
 
 from resourcekit.transports.http import ASGIApp
 from tests.apps.fuzz_app import app as fuzz_app
-from tests.helpers import APPS, RawServer, modern_meta
+from tests.support.process import APPS, RawServer
+from tests.support.wire import modern_meta
 
 APP = APPS / "fuzz_app.py"
 LIMIT = fuzz_app.limits.max_message_size  # 64 KiB: over-long lines stay cheap

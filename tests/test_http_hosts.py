@@ -10,8 +10,8 @@ import socket
 import orjson
 import pytest
 
-from tests.helpers import APPS
-from tests.http_server import http_server_process
+from tests.support.http_server import http_server_process
+from tests.support.process import APPS
 
 INIT = orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
     "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}}})

@@ -18,9 +18,9 @@ import httpx
 import orjson
 
 from resourcekit.logs import VARIANTS, Repeats
-from tests.auth_helpers import ResourceServer, resource_server
-from tests.helpers import APPS
-from tests.test_scaleout import wait_for
+from tests.support.auth import ResourceServer, resource_server
+from tests.support.http_server import wait_for
+from tests.support.process import APPS
 
 
 def logged(server: ResourceServer) -> list[str]:

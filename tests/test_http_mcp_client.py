@@ -13,8 +13,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.exceptions import MCPError as ClientError
 
-from tests.helpers import APPS
-from tests.http_server import http_server_process
+from tests.support.http_server import http_server_process
+from tests.support.process import APPS
 
 pytestmark = pytest.mark.anyio
 

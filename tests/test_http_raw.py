@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +17,11 @@ import httpx
 import orjson
 import pytest
 
-from tests.helpers import APPS, modern_meta
-from tests.http_server import http_server_process
+from tests.support.http_server import ACCEPT, http_server_process, post, sse_events, stream_post, wait_for
+from tests.support.process import APPS
+from tests.support.wire import modern_headers, modern_meta, read_message, request
 
 FIXTURE = APPS / "http_app.py"
-ACCEPT = "application/json, text/event-stream"
 INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
 
@@ -39,31 +38,6 @@ def fixture_url():
         yield endpoint
 
 
-def post(url: str, body: Any, headers: dict[str, str] | None = None, timeout: float = 10) -> httpx.Response:
-    data = body if isinstance(body, bytes) else orjson.dumps(body)
-    all_headers = {"content-type": "application/json", "accept": ACCEPT, **(headers or {})}
-    return httpx.post(url, content=data, headers=all_headers, timeout=timeout)
-
-
-def stream_post(url: str, body: Any, headers: dict[str, str], timeout: float = 10) -> Any:
-    return httpx.stream("POST", url, content=orjson.dumps(body), timeout=timeout,
-                        headers={"content-type": "application/json", "accept": ACCEPT, **headers})
-
-
-def request(rid: Any, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
-    if params is not None:
-        message["params"] = params
-    return message
-
-
-def read(rid: Any, uri: str, modern: bool = False) -> dict[str, Any]:
-    params: dict[str, Any] = {"uri": uri}
-    if modern:
-        params["_meta"] = modern_meta()
-    return request(rid, "resources/read", params)
-
-
 def session(url: str, version: str = "2025-11-25") -> tuple[str, dict[str, str]]:
     init = dict(INIT, params=dict(INIT["params"], protocolVersion=version))
     response = post(url, init)
@@ -77,48 +51,12 @@ def session(url: str, version: str = "2025-11-25") -> tuple[str, dict[str, str]]
     return sid, headers
 
 
-def modern_headers(method: str, name: str | None = None) -> dict[str, str]:
-    headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": method}
-    if name is not None:
-        headers["mcp-name"] = name
-    return headers
-
-
-def sse_events(response: httpx.Response | Iterator[str], count: int,
-               comments: list[str] | None = None) -> list[dict[str, str]]:
-    """Read ``count`` SSE events (``id``, ``data``...) from a streaming response (or its lines)."""
-    events: list[dict[str, str]] = []
-    current: dict[str, str] = {}
-    for line in response.iter_lines() if isinstance(response, httpx.Response) else response:
-        if line.startswith(":"):
-            if comments is not None:
-                comments.append(line)
-            continue
-        if not line:
-            if current:
-                events.append(current)
-                current = {}
-                if len(events) >= count:
-                    return events
-            continue
-        field, _, value = line.partition(":")
-        current[field] = value[1:] if value.startswith(" ") else value
-    return events
-
-
-def wait_for(predicate: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
 # --- handshake era: sessions and plain JSON -----------------------------------------------
 
 
 def test_session_lifecycle_and_json_responses(url):
     sid, headers = session(url)
-    response = post(url, read(1, "text://hello"), headers)
+    response = post(url, read_message(1, "text://hello"), headers)
     assert response.status_code == 200 and response.headers["content-type"] == "application/json"
     assert response.json()["result"]["contents"][0]["text"] == "hello, world"
     missing = post(url, request(2, "ping"))
@@ -160,7 +98,7 @@ def test_status_codes_for_bad_requests(url, fixture_url):
     chunked = httpx.post(fixture_url, content=iter([b'{"pad": "', b"x" * (100 * 1024), b'"}']), timeout=10,
                          headers={"content-type": "application/json", "accept": ACCEPT})
     assert chunked.status_code == 413
-    failing = post(url, read(7, "boom://fail"), headers)
+    failing = post(url, read_message(7, "boom://fail"), headers)
     assert failing.json()["error"] == {"code": -32603, "message": "Internal error"}
     for response in (too_big, parse, failing):
         assert "Traceback" not in response.text and "secret" not in response.text
@@ -179,10 +117,10 @@ def test_accept_negotiation(url):
     _, headers = session(url)
     post(url, request(1, "logging/setLevel", {"level": "info"}), headers)
     # JSON only: the log message cannot be delivered, the response still is
-    only_json = post(url, read(2, "ctx://me"), {**headers, "accept": "application/json"})
+    only_json = post(url, read_message(2, "ctx://me"), {**headers, "accept": "application/json"})
     assert only_json.headers["content-type"] == "application/json" and only_json.json()["id"] == 2
     # SSE only: even a plain answer comes as an event
-    with stream_post(url, read(3, "text://hello"), {**headers, "accept": "text/event-stream"}) as response:
+    with stream_post(url, read_message(3, "text://hello"), {**headers, "accept": "text/event-stream"}) as response:
         assert response.headers["content-type"].startswith("text/event-stream")
         events = [e for e in sse_events(response, 2) if e.get("data")]
     assert orjson.loads(events[0]["data"])["result"]["contents"][0]["text"] == "hello, world"
@@ -194,7 +132,7 @@ def test_accept_negotiation(url):
 def test_request_with_notifications_first_streams_sse_with_priming(url):
     _, headers = session(url)
     assert post(url, request(1, "logging/setLevel", {"level": "info"}), headers).json()["result"] == {}
-    with stream_post(url, read(2, "ctx://me"), headers) as response:
+    with stream_post(url, read_message(2, "ctx://me"), headers) as response:
         assert response.headers["content-type"].startswith("text/event-stream")
         assert response.headers["x-accel-buffering"] == "no"
         events = sse_events(response, 3)
@@ -208,7 +146,7 @@ def test_request_with_notifications_first_streams_sse_with_priming(url):
 def test_no_priming_event_before_2025_11_25(url):
     _, headers = session(url, "2025-06-18")
     post(url, request(1, "logging/setLevel", {"level": "info"}), headers)
-    with stream_post(url, read(2, "ctx://me"), headers) as response:
+    with stream_post(url, read_message(2, "ctx://me"), headers) as response:
         events = sse_events(response, 2)
     assert [orjson.loads(e["data"]).get("method") for e in events] == ["notifications/message", None]
 
@@ -220,14 +158,14 @@ def test_get_stream_subscription_updates_and_replay(fixture_url):
     time.sleep(0.2)
     # two changes while no GET stream is open: buffered for the stream, as one update (same URI)
     for rid in (2, 3):
-        post(url, read(rid, "control://bump"), headers)
+        post(url, read_message(rid, "control://bump"), headers)
         time.sleep(0.2)
     get_headers = {"accept": "text/event-stream", **headers}
     with httpx.stream("GET", url, headers=get_headers, timeout=10) as response:
         assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
         lines = response.iter_lines()
         events = sse_events(lines, 2)  # priming + one update
-        post(url, read(4, "control://bump"), headers)  # a change while the stream is open
+        post(url, read_message(4, "control://bump"), headers)  # a change while the stream is open
         events += sse_events(lines, 1)
     assert events[0].get("data", "") == ""
     updates = events[1:]
@@ -255,7 +193,7 @@ def test_update_arriving_while_get_stream_is_open(fixture_url):
     reader = threading.Thread(target=consume)
     reader.start()
     time.sleep(0.5)
-    post(url, read(2, "control://bump"), headers)
+    post(url, read_message(2, "control://bump"), headers)
     reader.join(10)
     assert orjson.loads(events[1]["data"]) == {
         "jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "counter://value"}}
@@ -266,7 +204,7 @@ def test_post_stream_resumes_with_last_event_id(fixture_url):
     _, headers = session(url)
     post(url, request(1, "logging/setLevel", {"level": "info"}), headers)
     # slow://logged logs at once and answers a second later: leave after the log message
-    with stream_post(url, read(2, "slow://logged"), headers) as response:
+    with stream_post(url, read_message(2, "slow://logged"), headers) as response:
         priming, logged = sse_events(response, 2)
     assert orjson.loads(logged["data"])["params"]["data"] == "started"
     get_headers = {"accept": "text/event-stream", **headers}
@@ -285,7 +223,7 @@ def test_deleting_a_session_ends_its_streams_and_waiting_requests(fixture_url):
     outcome: dict[str, Any] = {}
 
     def slow_post() -> None:
-        outcome["post"] = post(url, read(1, "slow://cancellable"), headers).status_code
+        outcome["post"] = post(url, read_message(1, "slow://cancellable"), headers).status_code
 
     def get_stream() -> None:
         with httpx.stream("GET", url, headers={"accept": "text/event-stream", **headers}, timeout=10) as response:
@@ -304,12 +242,12 @@ def test_deleting_a_session_ends_its_streams_and_waiting_requests(fixture_url):
 
 def test_batches_on_2025_03_26(url):
     _, headers = session(url, "2025-03-26")
-    response = post(url, [request(1, "ping"), read(2, "item://1")], headers)
+    response = post(url, [request(1, "ping"), read_message(2, "item://1")], headers)
     assert response.status_code == 200
     assert sorted(r["id"] for r in response.json()) == [1, 2]
     assert post(url, [{"jsonrpc": "2.0", "method": "notifications/initialized"}], headers).status_code == 202
     # a client response inside a batch gets no answer of its own
-    mixed = post(url, [read(3, "item://2"), {"jsonrpc": "2.0", "id": "s1", "result": {}}], headers)
+    mixed = post(url, [read_message(3, "item://2"), {"jsonrpc": "2.0", "id": "s1", "result": {}}], headers)
     assert [r["id"] for r in mixed.json()] == [3]
     _, newer = session(url, "2025-06-18")
     rejected = post(url, [request(1, "ping")], newer)
@@ -324,7 +262,7 @@ def test_cancellation_in_both_eras(tmp_path: Path):
     with http_server_process(FIXTURE, extra_env={"RESOURCEKIT_CANCEL_MARKER": str(marker)}) as endpoint:
         # 2026-07-28: closing the connection cancels the handler
         with pytest.raises(httpx.ReadTimeout):
-            post(endpoint, read(1, "slow://cancellable", modern=True),
+            post(endpoint, read_message(1, "slow://cancellable", modern=True),
                  modern_headers("resources/read", "slow://cancellable"), timeout=1.0)
         wait_for(marker.exists)
         assert marker.read_text() == "cancelled"
@@ -332,12 +270,12 @@ def test_cancellation_in_both_eras(tmp_path: Path):
         # handshake era: a disconnect is not a cancellation...
         _, headers = session(endpoint)
         with pytest.raises(httpx.ReadTimeout):
-            post(endpoint, read(2, "slow://cancellable"), headers, timeout=1.0)
+            post(endpoint, read_message(2, "slow://cancellable"), headers, timeout=1.0)
         time.sleep(1.0)
         assert not marker.exists()
         # ...notifications/cancelled is, and the POST still waiting for it is answered at once
         waiting: dict[str, httpx.Response] = {}
-        thread = threading.Thread(target=lambda: waiting.update(r=post(endpoint, read(3, "slow://cancellable"),
+        thread = threading.Thread(target=lambda: waiting.update(r=post(endpoint, read_message(3, "slow://cancellable"),
                                                                          headers)))
         thread.start()
         time.sleep(0.5)
@@ -353,7 +291,7 @@ def test_cancellation_in_both_eras(tmp_path: Path):
 
 
 def test_stateless_2026_requests_and_header_checks(url):
-    message = read(1, "item://5", modern=True)
+    message = read_message(1, "item://5", modern=True)
     ok = post(url, message, modern_headers("resources/read", "item://5"))
     assert ok.status_code == 200 and "mcp-session-id" not in ok.headers
     result = ok.json()["result"]
@@ -385,7 +323,7 @@ def test_stateless_2026_requests_and_header_checks(url):
     response = post(url, future, {"mcp-protocol-version": "2031-01-01", "mcp-method": "resources/list"})
     assert response.status_code == 400 and response.json()["error"]["code"] == -32022
     assert response.json()["error"]["data"]["supported"] == ["2026-07-28"]
-    missing = post(url, read(6, "nope://x", modern=True), modern_headers("resources/read", "nope://x"))
+    missing = post(url, read_message(6, "nope://x", modern=True), modern_headers("resources/read", "nope://x"))
     assert missing.status_code == 200
     assert missing.json()["error"]["code"] == -32602 and missing.json()["error"]["data"] == {"uri": "nope://x"}
     notification = {"jsonrpc": "2.0", "method": "notifications/whatever", "params": {"_meta": modern_meta()}}
@@ -408,7 +346,7 @@ def test_listen_stream_over_sse(fixture_url):
             events.extend(sse_events(response, 2))
 
     def watchers() -> int:
-        answer = post(url, read(9, "debug://subscribers", modern=True),
+        answer = post(url, read_message(9, "debug://subscribers", modern=True),
                       modern_headers("resources/read", "debug://subscribers"))
         return int(answer.json()["result"]["contents"][0]["text"])
 
@@ -417,7 +355,7 @@ def test_listen_stream_over_sse(fixture_url):
     reader.start()
     wait_for(lambda: watchers() == before + 1)
     time.sleep(0.2)  # let the tracker take its baseline version
-    post(url, read(2, "control://bump", modern=True), modern_headers("resources/read", "control://bump"))
+    post(url, read_message(2, "control://bump", modern=True), modern_headers("resources/read", "control://bump"))
     reader.join(10)
     ack, update = (orjson.loads(e["data"]) for e in events)
     assert "id" not in events[0]  # 2026-07-28 streams are not resumable: no event ids
@@ -439,7 +377,7 @@ def test_limits_session_expiry_and_keepalive():
         # idle sessions expire (0.5 s here), and their subscriptions with them
         _, headers = session(endpoint)
         post(endpoint, request(1, "resources/subscribe", {"uri": "counter://value"}), headers)
-        probe = read(2, "debug://subscribers", modern=True)
+        probe = read_message(2, "debug://subscribers", modern=True)
         probe_headers = modern_headers("resources/read", "debug://subscribers")
         assert post(endpoint, probe, probe_headers).json()["result"]["contents"][0]["text"] == "1"
         time.sleep(1.2)
@@ -450,10 +388,11 @@ def test_limits_session_expiry_and_keepalive():
         # at most two sessions: an idle one makes room for a new one, so keep both busy
         _, first = session(endpoint)
         _, second = session(endpoint)
-        held = [threading.Thread(target=post, args=(endpoint, read(9, "slow://held"), h)) for h in (first, second)]
+        held = [threading.Thread(target=post, args=(endpoint, read_message(9, "slow://held"), h))
+                for h in (first, second)]
         for thread in held:
             thread.start()
-        held_probe = read(10, "debug://held", modern=True)
+        held_probe = read_message(10, "debug://held", modern=True)
         wait_for(lambda: post(endpoint, held_probe, modern_headers("resources/read", "debug://held"))
                  .json()["result"]["contents"][0]["text"] == "2")
         refused = post(endpoint, INIT)

@@ -11,8 +11,9 @@ from typing import Any
 import httpx
 import orjson
 
-from tests.helpers import command, env, modern_meta, stop_process
-from tests.http_server import free_port, http_server_process
+from tests.support.http_server import free_port, http_server_process
+from tests.support.process import command, env, stop_process
+from tests.support.wire import modern_meta
 
 APP = '''
 from resourcekit import App

@@ -22,12 +22,11 @@ from contextlib import contextmanager
 
 import pytest
 
-from tests.helpers import APPS, env
-from tests.http_server import http_server_process
-from tests.test_conformance import CONFORMANCE, NODE_MODULES, ensure_npm_packages, node_env
+from tests.support.http_server import http_server_process
+from tests.support.node import ensure_npm_packages, inspect, node_env, result_of
+from tests.support.process import APPS, env
 
 APP = APPS / "conformance_app.py"
-INSPECTOR = NODE_MODULES / "@modelcontextprotocol" / "inspector"
 RESOURCES = {"test://static-text", "test://static-binary", "test://watched-resource"}
 
 READ = ("--method", "resources/read", "--uri")
@@ -62,19 +61,6 @@ def target(transport: str) -> Iterator[tuple[list[str], list[str]]]:
     else:
         with http_server_process(APP) as url:
             yield [url, "--transport", "http"], []
-
-
-def inspect(environment: dict[str, str], before: list[str], options: tuple[str, ...], after: list[str]):
-    launcher = INSPECTOR / json.loads((INSPECTOR / "package.json").read_text())["bin"]["inspector"]
-    argv = [str(NODE_MODULES / ".bin" / "node"), str(launcher), "--cli", *before, *options, "--format", "json",
-            "-q", *after]
-    return subprocess.run(argv, cwd=CONFORMANCE, env=environment, capture_output=True, text=True, timeout=120)
-
-
-def result_of(done: subprocess.CompletedProcess[str]) -> dict:
-    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
-    line = next(line for line in done.stdout.splitlines() if line.startswith("{"))
-    return json.loads(line)["result"]
 
 
 def error_of(done: subprocess.CompletedProcess[str]) -> str:

@@ -13,7 +13,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from resourcekit._jsonedit import JSONEditError, set_member
 from resourcekit.install import config_path
-from tests.helpers import APPS, command, env
+from tests.support.process import APPS, command, env
 
 APP = APPS / "tools_app.py"
 HOSTS = {  # host: (key of the servers, whether entries say "type": "stdio")

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.helpers import ROOT
+from tests.support.process import ROOT
 
 MAX_LINES = 400
 WHOLE = {"templates.py"}  # RFC 6570 in one place: parse, match, expand

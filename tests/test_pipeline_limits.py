@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import orjson
 
-from tests.helpers import APPS, RawServer
-from tests.http_server import http_server_process
+from tests.support.http_server import http_server_process
+from tests.support.process import APPS, RawServer
 
 APP = APPS / "pipeline_app.py"
 MiB = 1 << 20

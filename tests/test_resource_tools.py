@@ -12,9 +12,10 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError as ClientError
 
-from tests.helpers import APPS, modern_meta
-from tests.http_server import http_server_process
-from tests.mcp_client import stdio_session
+from tests.support.http_server import http_server_process
+from tests.support.mcp_client import stdio_session
+from tests.support.process import APPS
+from tests.support.wire import modern_meta
 
 pytestmark = pytest.mark.anyio
 APP = APPS / "tools_app.py"

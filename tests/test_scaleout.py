@@ -8,24 +8,21 @@ sessions, subscriptions, GET streams, ``Last-Event-ID``, listen streams, polling
 from __future__ import annotations
 
 import contextlib
-import queue
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
-import orjson
 import pytest
 
-from tests.helpers import APPS, command, env, modern_meta
-from tests.http_server import http_server_process
-from tests.redis_server import RedisProcess, redis_process
+from tests.support.http_server import EventReader, http_server_process, open_session, post, wait_for
+from tests.support.process import APPS, command, env
+from tests.support.redis_server import RedisProcess, redis_process
+from tests.support.wire import modern, request
 
 FIXTURE = APPS / "scale_app.py"
-ACCEPT = "application/json, text/event-stream"
 UPDATED = "notifications/resources/updated"
 
 
@@ -51,87 +48,10 @@ def workers(redis: RedisProcess, data: Path) -> Iterator[list[str]]:
         yield urls
 
 
-def wait_for(check: Callable[[], bool], timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
-def post(url: str, body: Any, headers: dict[str, str] | None = None) -> httpx.Response:
-    return httpx.post(url, content=orjson.dumps(body), timeout=15,
-                      headers={"content-type": "application/json", "accept": ACCEPT, **(headers or {})})
-
-
-def request(rid: Any, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}}
-
-
-def initialize(url: str) -> dict[str, str]:
-    init = request(0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                     "clientInfo": {"name": "rr", "version": "0"}})
-    response = post(url, init)
-    assert response.status_code == 200, response.text
-    return {"mcp-session-id": response.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
-
-
-class EventReader:
-    """An SSE response read on a thread: events (dicts of fields) arrive on a queue."""
-
-    def __init__(self, method: str, url: str, headers: dict[str, str], body: Any = None) -> None:
-        self.events: queue.Queue[dict[str, str]] = queue.Queue()
-        self.status = 0
-        self._stop = threading.Event()
-        self._args = (method, url, headers, body)
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        method, url, headers, body = self._args
-        content = orjson.dumps(body) if body is not None else None
-        all_headers = {"accept": ACCEPT if body is not None else "text/event-stream", **headers}
-        if body is not None:
-            all_headers["content-type"] = "application/json"
-        with contextlib.suppress(httpx.HTTPError), \
-                httpx.stream(method, url, content=content, headers=all_headers, timeout=60) as response:
-            self.status = response.status_code
-            event: dict[str, str] = {}
-            for line in response.iter_lines():
-                if self._stop.is_set():
-                    return
-                if not line:
-                    if event.get("data"):
-                        self.events.put(event)
-                    event = {}
-                elif not line.startswith(":"):
-                    name, _, value = line.partition(":")
-                    event[name] = value.strip()
-
-    def next(self, timeout: float = 15) -> dict[str, Any]:
-        event = self.events.get(timeout=timeout)
-        return {"id": event.get("id"), **orjson.loads(event["data"])}
-
-    def quiet(self, seconds: float = 1.0) -> bool:
-        """Nothing more arrives within ``seconds``."""
-        try:
-            extra = self.events.get(timeout=seconds)
-        except queue.Empty:
-            return True
-        raise AssertionError(f"unexpected event {extra}")
-
-    def close(self) -> None:
-        self._stop.set()
-
-
-def modern(method: str, params: dict[str, Any], rid: Any = 1) -> tuple[dict[str, Any], dict[str, str]]:
-    return (request(rid, method, {**params, "_meta": modern_meta()}),
-            {"mcp-protocol-version": "2026-07-28", "mcp-method": method})
-
-
 def test_handshake_session_round_robin(workers: list[str], data: Path) -> None:
     (data / "a").write_text("one")
     w = workers
-    headers = initialize(w[0])
+    headers = open_session(w[0])
     assert post(w[1], {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers).status_code == 202
     read = post(w[2], request(1, "resources/read", {"uri": "data://a"}), headers)
     assert read.json()["result"]["contents"][0]["text"] == "one"
@@ -190,7 +110,7 @@ def test_listen_streams_on_every_worker_hear_resourcekit_notify(workers: list[st
 
 def test_a_polled_resource_is_announced_once(workers: list[str], data: Path) -> None:
     (data / "polled").write_text("one")
-    headers = initialize(workers[1])
+    headers = open_session(workers[1])
     post(workers[2], {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers)
     assert post(workers[0], request(1, "resources/subscribe", {"uri": "poll://value"}), headers).status_code == 200
     stream = EventReader("GET", workers[2], headers)
@@ -203,7 +123,7 @@ def test_a_polled_resource_is_announced_once(workers: list[str], data: Path) -> 
 
 
 def test_cancelled_on_another_worker_ends_the_request(workers: list[str], data: Path) -> None:
-    headers = initialize(workers[0])
+    headers = open_session(workers[0])
     post(workers[0], {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers)
     answered: list[httpx.Response] = []
     slow = threading.Thread(target=lambda: answered.append(
@@ -218,7 +138,7 @@ def test_cancelled_on_another_worker_ends_the_request(workers: list[str], data: 
 
 
 def test_a_post_response_stream_resumes_on_another_worker(workers: list[str], data: Path) -> None:
-    headers = initialize(workers[0])
+    headers = open_session(workers[0])
     post(workers[1], {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers)
     assert post(workers[2], request(1, "logging/setLevel", {"level": "info"}), headers).status_code == 200
     cut = EventReader("POST", workers[1], headers, request(2, "resources/read", {"uri": "slow://logged"}))
@@ -270,7 +190,7 @@ def test_notify_without_redis_fails_and_workers_need_redis(tmp_path: Path) -> No
 
 
 def _closed_port() -> int:
-    from tests.http_server import free_port
+    from tests.support.http_server import free_port
 
     return free_port()
 

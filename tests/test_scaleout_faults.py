@@ -18,12 +18,13 @@ import httpx
 import pytest
 import redis as redis_py
 
-from tests.helpers import APPS, command, env, stop_process
-from tests.http_server import free_port, wait_for_port
-from tests.redis_server import RedisProcess, redis_process
-from tests.test_scaleout import UPDATED, EventReader, initialize, modern, post, request, wait_for
+from tests.support.http_server import EventReader, free_port, open_session, post, wait_for, wait_for_port
+from tests.support.process import APPS, command, env, stop_process
+from tests.support.redis_server import RedisProcess, redis_process
+from tests.support.wire import modern, request
 
 FIXTURE = APPS / "scale_app.py"
+UPDATED = "notifications/resources/updated"
 LEASE = "resourcekit:lease:poll://value"
 
 
@@ -94,7 +95,7 @@ def test_a_killed_workers_sessions_and_polling_lease_move_on(data: Path) -> None
     (data / "polled").write_text("one")
     with cluster(data, 1) as (redis, workers, stack):
         a = workers[0]
-        headers = initialize(a.url)
+        headers = open_session(a.url)
         assert post(a.url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers).status_code == 202
         assert post(a.url, request(1, "resources/subscribe", {"uri": "poll://value"}), headers).status_code == 200
         shared = redis_py.Redis.from_url(redis.url)
@@ -122,7 +123,7 @@ def test_a_killed_workers_sessions_and_polling_lease_move_on(data: Path) -> None
 def test_redis_unreachable_then_restarted(data: Path) -> None:
     (data / "r").write_text("one")
     with cluster(data, 2) as (redis, (a, b), stack):
-        headers = initialize(a.url)
+        headers = open_session(a.url)
         post(b.url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers)
         assert post(b.url, request(1, "resources/subscribe", {"uri": "data://r"}), headers).status_code == 200
         get_stream = EventReader("GET", a.url, headers)
@@ -160,7 +161,7 @@ def test_redis_unreachable_then_restarted(data: Path) -> None:
         wait_for(lambda: a.ready() == 200 and b.ready() == 200, timeout=20)
         wait_for(lambda: post(a.url, request(4, "ping"), headers).status_code == 404, timeout=20)
         wait_for(lambda: post(b.url, request(5, "ping"), headers).status_code == 404, timeout=20)
-        fresh = initialize(b.url)  # a client starts a new session, served anywhere
+        fresh = open_session(b.url)  # a client starts a new session, served anywhere
         assert post(a.url, request(6, "ping"), fresh).status_code == 200
         (data / "r").write_text("three")
         assert announce(a, "r").status_code == 200
@@ -179,7 +180,7 @@ def test_paused_redis_is_answered_503_at_once(data: Path) -> None:
     # SIGSTOP: connections to Redis open and then hang (not refused, as when it is down)
     (data / "r").write_text("one")
     with cluster(data, 1) as (redis, (a,), stack):
-        headers = initialize(a.url)
+        headers = open_session(a.url)
         assert redis.proc is not None
         pid = redis.proc.pid
         os.kill(pid, signal.SIGSTOP)

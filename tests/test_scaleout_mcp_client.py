@@ -21,10 +21,11 @@ from mcp.client.client import Client
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.helpers import APPS, modern_meta
-from tests.http_server import http_server_process
-from tests.redis_server import redis_process
-from tests.rr_proxy import RoundRobinProxy, round_robin
+from tests.support.http_server import http_server_process
+from tests.support.process import APPS
+from tests.support.redis_server import redis_process
+from tests.support.rr_proxy import RoundRobinProxy, round_robin
+from tests.support.wire import modern_meta
 
 pytestmark = pytest.mark.anyio
 

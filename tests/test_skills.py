@@ -18,7 +18,8 @@ from resourcekit.errors import DefinitionError
 from resourcekit.skills import SkillError
 from resourcekit.testing import Client
 from tests.apps.ext_app import app as ext_app
-from tests.helpers import COOKBOOK, env
+from tests.support.process import COOKBOOK, env
+from tests.support.session import error_of
 
 pytestmark = pytest.mark.anyio
 MODERN = "2026-07-28"
@@ -48,12 +49,6 @@ def write(path: Path, text: str | bytes) -> Path:
     else:
         path.write_text(text)
     return path
-
-
-async def error_of(client: Client, method: str, params: dict[str, Any]) -> MCPError:
-    with pytest.raises(MCPError) as info:
-        await client.request(method, params)
-    return info.value
 
 
 async def walk(client: Client, method: str, key: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:

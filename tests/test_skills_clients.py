@@ -20,8 +20,18 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError as ClientError
 
-from tests.helpers import COOKBOOK, ROOT, command, env
-from tests.http_server import free_port, wait_for_port
+from tests.support.http_server import free_port, wait_for_port
+from tests.support.node import (
+    ALPHA,
+    CONFORMANCE,
+    ensure_npm_packages,
+    failing,
+    inspect,
+    node_env,
+    read_results,
+    result_of,
+)
+from tests.support.process import COOKBOOK, ROOT, command, env
 
 pytestmark = pytest.mark.anyio
 SKILLS = COOKBOOK / "skills"
@@ -160,8 +170,6 @@ CONFORMANCE_SCENARIOS = ("sep-2640-skills-enumeration", "sep-2640-skills-manifes
 
 
 def test_conformance_skills_scenarios(http_url: str, tmp_path: Path) -> None:
-    from tests.test_conformance import ALPHA, CONFORMANCE, ensure_npm_packages, failing, node_env, read_results
-
     ensure_npm_packages()
     for scenario in CONFORMANCE_SCENARIOS:
         results = tmp_path / scenario
@@ -190,9 +198,6 @@ INSPECTOR_CALLS = {
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_inspector_cli_browses_skills(http_url: str, transport: str, tmp_path: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
-
-    from tests.test_conformance import ensure_npm_packages, node_env
-    from tests.test_inspector import inspect, result_of
 
     ensure_npm_packages()
     environment = node_env(env())

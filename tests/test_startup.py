@@ -11,7 +11,7 @@ import sys
 import orjson
 
 from resourcekit import contents
-from tests.helpers import APPS, ROOT
+from tests.support.process import APPS, ROOT
 
 
 def test_a_stdio_server_answers_its_first_read_without_the_deferred_modules() -> None:

@@ -8,8 +8,8 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError as ClientError
 
-from tests.helpers import APPS
-from tests.mcp_client import all_resources, stdio_session
+from tests.support.mcp_client import all_resources, stdio_session
+from tests.support.process import APPS
 
 pytestmark = pytest.mark.anyio
 APP = APPS / "basic_app.py"

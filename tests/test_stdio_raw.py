@@ -8,7 +8,8 @@ import time
 import orjson
 import pytest
 
-from tests.helpers import APPS, RawServer, modern_meta
+from tests.support.process import APPS, RawServer
+from tests.support.wire import modern_meta
 
 APP = APPS / "basic_app.py"
 
@@ -214,7 +215,7 @@ def test_files_instead_of_pipes(tmp_path):
     """``resourcekit run app.py < requests.jsonl > replies.jsonl`` works: stdin and stdout may be files."""
     import subprocess
 
-    from tests.helpers import command, env
+    from tests.support.process import command, env
 
     requests = tmp_path / "requests.jsonl"
     requests.write_bytes(b"".join(orjson.dumps(m) + b"\n" for m in [

@@ -5,8 +5,9 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from tests.helpers import APPS, RawServer, modern_meta
-from tests.mcp_client import stdio_session
+from tests.support.mcp_client import stdio_session
+from tests.support.process import APPS, RawServer
+from tests.support.wire import modern_meta
 
 pytestmark = pytest.mark.anyio
 APP = APPS / "tracking_app.py"

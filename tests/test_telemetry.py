@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from resourcekit import App
-from tests.telemetry_support import Otel, Wire, attrs, only, open_wire
+from tests.support.telemetry import Otel, Wire, attrs, only, open_wire
 
 pytestmark = pytest.mark.anyio
 

@@ -17,11 +17,11 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.helpers import APPS, ROOT, command, env
-from tests.http_server import http_server_process
-from tests.mcp_client import stdio_session
-from tests.redis_server import redis_process
-from tests.telemetry_support import Otel
+from tests.support.http_server import http_server_process
+from tests.support.mcp_client import stdio_session
+from tests.support.process import APPS, ROOT, command, env
+from tests.support.redis_server import redis_process
+from tests.support.telemetry import Otel
 
 pytestmark = pytest.mark.anyio
 APP = APPS / "traced_app.py"

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.sampling import (
 from opentelemetry.trace import SpanKind
 
 from resourcekit.sampling import ID_LIMIT, presampler
-from tests.helpers import APPS, RawServer
+from tests.support.process import APPS, RawServer
 
 APP = APPS / "traced_app.py"
 

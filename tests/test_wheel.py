@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import COOKBOOK, ROOT
+from tests.support.process import COOKBOOK, ROOT
 
 PACKAGE = ROOT / "resourcekit"
 

@@ -12,7 +12,7 @@ from typing import Any
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.helpers import ROOT, env
+from tests.support.process import ROOT, env
 
 
 @asynccontextmanager

@@ -1,4 +1,5 @@
-"""Review of 2026-11-23, findings 1, 6, 11, 15, L5 and L7: matching a hostile URI stays cheap,
+"""Matching URIs to templates (findings 1, 6, 11, 15, L5 and L7 of the 2026-11-23 review): matching a
+hostile URI stays cheap,
 the router's cache stays small and unshared, run-time registration never hides a template,
 and convertors read ASCII digits only."""
 

@@ -2,7 +2,7 @@
 access log on, traced, scoped): slow reads hold up nobody, cancelled ones say nothing, ids and the
 in-flight cap hold, failures are answered and logged with what failed, and what a read records
 follows the content.  Each test runs the engine in this process, its replies written through the
-same outbox as stdio's; ``test_stdio_raw`` and ``test_http_raw`` run the processes."""
+same outbox as stdio's; ``test_stdio_concurrency`` and ``test_http_concurrency`` run the processes."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import pytest
 
 from resourcekit import App, Limits, ResourceNotFound
 from resourcekit.methods.reading import TAILS
-from tests.helpers import PROFILES, Session, cancelled, read
+from tests.support.session import PROFILES, Session
+from tests.support.wire import cancelled, read
 
 pytestmark = pytest.mark.anyio
 

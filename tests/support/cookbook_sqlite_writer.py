@@ -11,7 +11,7 @@ import importlib.util
 from pathlib import Path
 
 _spec = importlib.util.spec_from_file_location(
-    "cookbook_sqlite", Path(__file__).resolve().parent.parent / "cookbook" / "sqlite.py")
+    "cookbook_sqlite", Path(__file__).resolve().parents[2] / "cookbook" / "sqlite.py")
 assert _spec is not None and _spec.loader is not None
 example = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(example)

@@ -10,8 +10,8 @@ import tempfile
 import time
 from collections.abc import Iterator
 
-from tests.helpers import stop_process
-from tests.http_server import free_port
+from tests.support.http_server import free_port
+from tests.support.process import stop_process
 
 
 def ping(port: int) -> bool:

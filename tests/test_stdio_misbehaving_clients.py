@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from resourcekit.transports.stdio import _Reader
-from tests.helpers import APPS, command, env
+from tests.support.process import APPS, command, env
 
 INIT = orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
     "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}) + b"\n"

@@ -28,7 +28,7 @@ from resourcekit import telemetry
 from resourcekit.registry import Registry
 from resourcekit.transports.http import ASGIApp
 from resourcekit.transports.stdio import serve_stdio
-from tests.http_server import free_port
+from tests.support.http_server import free_port
 
 MODERN = "2026-07-28"
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}

@@ -334,7 +334,7 @@ def _handler(server: AuthorizationServer) -> type[BaseHTTPRequestHandler]:
 
 
 
-if __name__ == "__main__":  # python tests/oauth_server.py PORT: try a protected server by hand
+if __name__ == "__main__":  # python tests/support/oauth_server.py PORT: try a protected server by hand
     import sys
 
     server = AuthorizationServer(port=int(sys.argv[1]) if len(sys.argv) > 1 else 9000)

@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
-from tests.helpers import APPS, command, env, stop_process
-from tests.http_server import free_port, wait_for_port
+from tests.support.http_server import free_port, wait_for_port
+from tests.support.process import APPS, command, env, stop_process
 
 AUTH_APP = APPS / "auth_app.py"
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
@@ -50,6 +50,9 @@ class ResourceServer:
         sid = response.headers["mcp-session-id"]
         self.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, token, session=sid)
         return sid
+
+    def read(self, uri: str, token: str | None, session: str | None = None) -> httpx.Response:
+        return self.call("resources/read", {"uri": uri}, token, session=session)
 
     def call(self, method: str, params: dict[str, Any], token: str | None, *, session: str | None = None,
              rid: int = 1, query: str = "") -> httpx.Response:

@@ -1,0 +1,25 @@
+"""A session's lifecycle: initialize, once."""
+
+from __future__ import annotations
+
+import pytest
+
+from resourcekit import App
+from tests.support.session import connected
+
+pytestmark = pytest.mark.anyio
+
+
+# --- findings 8 and 13: workers, in-flight requests, cancelled batch members ----------------------
+
+
+async def test_initialize_twice_on_one_session_is_refused() -> None:
+    app = App("t")
+    server, conn, out = connected(app, "2025-11-25")
+    try:
+        conn.receive({"jsonrpc": "2.0", "id": 5, "method": "initialize", "params": {
+            "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        assert out[0]["error"]["code"] == -32600
+        assert conn.protocol_version == "2025-11-25"
+    finally:
+        server.close()
