@@ -22,7 +22,7 @@ import orjson
 from .. import telemetry
 from .._runner import Lane
 from ..context import LEVEL_RANK
-from ..eras import HANDSHAKE, STATELESS, error_response
+from ..eras import error_response
 from ..errors import (
     InvalidParams,
     InvalidRequest,
@@ -42,12 +42,12 @@ from ..versions import (
     MODERN_VERSIONS,
 )
 from . import observers
-from .plan import Plan, plan_for
+from .plan import HANDSHAKE, STATELESS, Plan, plan_for
 from .request import Batch, Request, Send
 
 if TYPE_CHECKING:
-    from ..methods.subscriptions import SharedSubscriptions
-    from .server import Server
+    from ..methods._base import SharedSubscriptions
+    from .views import Host
 
 __all__ = ["Connection"]
 
@@ -62,7 +62,7 @@ class Connection:
     ``_meta`` and find the plan for theirs.
     """
 
-    def __init__(self, server: Server, send: Send, *, stateless: bool = False, threadsafe: bool = False) -> None:
+    def __init__(self, server: Host, send: Send, *, stateless: bool = False, threadsafe: bool = False) -> None:
         self.server = server
         self.app = server.app
         self.send = send  # for messages not tied to a request (subscription updates)

@@ -21,8 +21,9 @@ from ..errors import MCPError, unencodable
 from ..telemetry import Traced
 
 if TYPE_CHECKING:
+    from ..methods._base import RequestView
     from ..optin import OptIn
-    from .engine import Connection
+    from .views import Session
 
 __all__ = ["Batch", "Request", "Send", "Watch"]
 
@@ -45,7 +46,7 @@ class Request:
 
     def __init__(
         self,
-        conn: Connection,
+        conn: Session,
         rid: Any,
         method: str,
         params: dict[str, Any],
@@ -72,7 +73,7 @@ class Request:
         self.principal = conn.principal  # who sent it (HTTP with auth), for resourcekit.scopes
         self.watch: Watch | None = None  # an observer's (the access log)
         self.started = 0.0
-        self.on_cancel: Callable[[Request], None] | None = None  # the method's own cancellation (listen)
+        self.on_cancel: Callable[[RequestView], None] | None = None  # the method's own cancellation (listen)
 
     @property
     def meta(self) -> dict[str, Any]:

@@ -12,7 +12,8 @@ from ..versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, MODERN_VERSIONS
 from ._base import Method, Notification, cache_hints
 
 if TYPE_CHECKING:
-    from ..core import Connection, Request
+    from ._base import RequestView as Request
+    from ._base import SessionView as Connection
 
 __all__ = ["HANDSHAKE", "NOTIFICATIONS", "SKILLS_EXTENSION", "STATELESS", "capabilities"]
 

@@ -42,7 +42,7 @@ from .wire import (
 )
 
 if TYPE_CHECKING:
-    from ..core import Request
+    from ._base import RequestView as Request
 
 __all__ = ["METHODS", "children_page", "filter_for", "resources_page"]
 

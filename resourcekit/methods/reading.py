@@ -37,10 +37,11 @@ from .wire import capabilities, fresh_resource, last_segment, seed_fields
 
 if TYPE_CHECKING:
     from .._runner import Callback
-    from ..core import Connection, Request
     from ..eras import Era
     from ..handler import Handler
     from ..optin import OptIn
+    from ._base import RequestView as Request
+    from ._base import SessionView as Connection
 
 __all__ = ["METHODS", "TAILS", "compile_read", "read_reply", "read_result", "serve", "served", "text_tail"]
 

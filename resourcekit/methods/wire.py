@@ -15,8 +15,8 @@ from ..versions import META_VERSION
 from .children import listable, off_loop
 
 if TYPE_CHECKING:
-    from ..core import Request
     from ..tracking import Tracker
+    from ._base import RequestView as Request
 
 __all__ = ["capabilities", "fresh_resource", "last_segment", "resource_wire", "resource_wires", "seed_fields"]
 

@@ -36,7 +36,7 @@ from ._sessions import Session, SessionLimits, SessionTable
 from ._sse import ENDED, PRIMING_VERSION, Inbox, OpenStreams, resume, sse_headers, write
 
 if TYPE_CHECKING:
-    from ...app import App
+    from ...registry import Registry
     from ._shared import SharedSessions
 
 log = logging.getLogger("resourcekit")
@@ -77,7 +77,7 @@ class ASGIApp:
 
     def __init__(
         self,
-        app: App,
+        app: Registry,
         *,
         path: str = "/mcp",
         allowed_origins: Iterable[str] = (),
