@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .errors import MCPError, ResourceNotFound
-from .versions import META_SERVER_INFO
+from .revisions import META_SERVER_INFO
 
 __all__ = ["Era", "error_response"]
 

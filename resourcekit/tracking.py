@@ -26,16 +26,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from . import causes, contents
+from . import contents
 from ._runner import ThreadRunner
 from .contents import combined_version, to_contents
 from .context import AppView, Context
+from .declaration import iter_lister_page
 from .errors import ResourceNotFound
-from .handler import iter_lister_page
 from .limits import put_bounded
+from .telemetry import causes
 
 if TYPE_CHECKING:
-    from .handler import Handler
+    from .declaration import Handler
     from .limits import Limits
     from .pagination import SeqIndex
     from .router import Router

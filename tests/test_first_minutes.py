@@ -18,7 +18,7 @@ import resourcekit
 from resourcekit import App, DefinitionError, MCPError, resource, template
 from resourcekit.core import HANDSHAKE, Server
 from resourcekit.core.plan import plan_for
-from resourcekit.optin import NONE
+from resourcekit.extensions import NONE
 from resourcekit.testing import Client
 from tests.helpers import APPS, ROOT, RawServer, command, env
 from tests.mcp_client import stdio_session

@@ -22,7 +22,7 @@ import orjson
 import pytest
 
 from resourcekit import App, Context, Limits
-from resourcekit.transports.http import ASGIApp, HTTPError
+from resourcekit.http import ASGIApp, HTTPError
 from tests.helpers import APPS, command, env, modern_meta
 from tests.http_server import http_server_process
 

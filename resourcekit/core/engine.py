@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .. import telemetry
 from .._runner import Lane
 from ..context import LEVEL_RANK
 from ..eras import error_response
@@ -32,15 +31,16 @@ from ..errors import (
     ParseError,
     UnsupportedVersion,
 )
+from ..extensions import NONE, OptIn
 from ..methods import NOTIFICATIONS, PENDING
-from ..optin import NONE, OptIn
-from ..versions import (
+from ..revisions import (
     BATCH_VERSION,
     META_CLIENT_CAPABILITIES,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     MODERN_VERSIONS,
 )
+from ..telemetry import spans as telemetry
 from . import observers
 from .plan import HANDSHAKE, STATELESS, Plan, plan_for
 from .request import Batch, Request, Send

@@ -19,7 +19,7 @@ from ..methods import COMPILERS, HANDSHAKE_METHODS, STATELESS_METHODS
 from . import observers
 
 if TYPE_CHECKING:
-    from ..optin import OptIn
+    from ..extensions import OptIn
 
 __all__ = ["HANDSHAKE", "STATELESS", "Plan", "plan_for"]
 

@@ -18,11 +18,11 @@ from orjson import OPT_APPEND_NEWLINE, dumps, loads
 
 from ..eras import Era, error_response
 from ..errors import MCPError, unencodable
-from ..telemetry import Traced
+from ..telemetry.spans import Traced
 
 if TYPE_CHECKING:
+    from ..extensions import OptIn
     from ..methods._base import RequestView
-    from ..optin import OptIn
     from .views import Session
 
 __all__ = ["Batch", "Request", "Send", "Watch"]
@@ -83,7 +83,7 @@ class Request:
     @property
     def client_capabilities(self) -> dict[str, Any]:
         if self.modern:
-            from ..versions import META_CLIENT_CAPABILITIES
+            from ..revisions import META_CLIENT_CAPABILITIES
 
             caps = self.meta.get(META_CLIENT_CAPABILITIES)
             return caps if type(caps) is dict else {}

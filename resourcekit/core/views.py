@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import MutableSet
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .. import telemetry
 from ..methods._base import ServerView, SessionView, SubscriptionsView
+from ..telemetry import spans as telemetry
 
 if TYPE_CHECKING:
     from .._runner import ThreadRunner

@@ -21,9 +21,9 @@ from ..pagination import decode_cursor
 
 if TYPE_CHECKING:
     from .._runner import Lane, ThreadRunner
-    from ..handler import Handler
+    from ..declaration import Handler
+    from ..extensions import OptIn
     from ..limits import Limits
-    from ..optin import OptIn
     from ..registry import Registry
 
 __all__ = [

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..handler import Handler
+    from ..declaration import Handler
     from ._base import SessionView as Connection
 
 __all__ = ["children_from", "listable", "off_loop"]

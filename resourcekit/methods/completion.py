@@ -9,7 +9,7 @@ from ..scopes import may_read
 from ._base import Method
 
 if TYPE_CHECKING:
-    from ..handler import Completer
+    from ..declaration import Completer
     from ._base import RequestView as Request
 
 __all__ = ["METHODS"]

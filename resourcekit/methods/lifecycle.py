@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..context import LEVEL_RANK, LEVELS
 from ..errors import InvalidParams, InvalidRequest
-from ..optin import OptIn
-from ..versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, MODERN_VERSIONS
+from ..extensions import OptIn
+from ..revisions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, MODERN_VERSIONS
 from ._base import Method, Notification, cache_hints
 
 if TYPE_CHECKING:

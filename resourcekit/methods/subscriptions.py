@@ -21,11 +21,12 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .. import causes, telemetry
 from ..errors import InvalidParams, LimitExceeded, ResourceNotFound
-from ..optin import RESOURCES_GET, wants
+from ..extensions import RESOURCES_GET, wants
+from ..revisions import META_SUBSCRIPTION_ID
 from ..scopes import check_read
-from ..versions import META_SUBSCRIPTION_ID
+from ..telemetry import causes
+from ..telemetry import spans as telemetry
 from ._base import PENDING, Method, check_uri, str_param
 from .wire import fresh_resource, seed_fields
 

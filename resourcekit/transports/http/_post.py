@@ -17,7 +17,7 @@ import orjson
 from ...core import error_response
 from ...core.plan import STATELESS
 from ...errors import InvalidRequest, MCPError, ParseError
-from ...versions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION
+from ...revisions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION
 from ._exchange import exchange
 from ._gate import with_cors
 from ._headers import (
@@ -43,8 +43,8 @@ if TYPE_CHECKING:
     from ...core import Server
     from ...limits import Limits
     from ._gate import Authorize
+    from ._redis_sessions import SharedSessions
     from ._sessions import SessionTable
-    from ._shared import SharedSessions
     from ._sse import OpenStreams
 
 __all__ = ["Endpoint", "post", "refuse"]

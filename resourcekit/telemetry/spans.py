@@ -10,7 +10,7 @@ the flag ``ON``, and nothing of OpenTelemetry is imported or called; a running s
   (``Traced`` wraps the request's ``reply``); a listen stream's span ends at its
   acknowledgement. ``traceparent`` / ``tracestate`` / ``baggage`` in ``params._meta``
   make it a child of the caller's span; baggage is never copied anywhere.
-- Notifications sent are PRODUCER spans linked to what caused them (``resourcekit.causes``).
+- Notifications sent are PRODUCER spans linked to what caused them (``resourcekit.telemetry.causes``).
 - Metrics: ``mcp.server.operation.duration``, ``mcp.server.session.duration``, and
   resourcekit's own (active subscriptions, notifications sent, change-to-notification
   delay, stream lifetimes).
@@ -30,9 +30,9 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .errors import MCPError
+from ..errors import MCPError
+from ..revisions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION, MODERN_VERSIONS
 from .sampling import Dropped, presampler
-from .versions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION, MODERN_VERSIONS
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context

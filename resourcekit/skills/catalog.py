@@ -27,13 +27,13 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
-from ._skillfiles import MAX_BYTES, MAX_FILES, SKILL_FILE, SkillError, check_frontmatter, hash_file, read_confined, walk
-from .contents import Blob, Text, guess_mime_type
-from .errors import DefinitionError, ResourceNotFound
-from .pagination import SeqIndex
+from ..contents import Blob, Text, guess_mime_type
+from ..errors import DefinitionError, ResourceNotFound
+from ..pagination import SeqIndex
+from .files import MAX_BYTES, MAX_FILES, SKILL_FILE, SkillError, check_frontmatter, hash_file, read_confined, walk
 
 if TYPE_CHECKING:
-    from ._runner import ThreadRunner
+    from .._runner import ThreadRunner
 
 __all__ = ["DIRECTORY_MIME", "Mount", "SkillCatalog", "SkillError"]
 
