@@ -1,4 +1,17 @@
-"""The layout stays a map: arrows point down (import-linter) and modules stay small."""
+"""The layout stays a map: arrows point down (import-linter), no import cycle even among type-only
+imports, and each module holds one role.
+
+Size judges roles, not line counts alone.  A module holds one role; past 400 lines of behaviour a
+role has usually turned out to be two, and the module is split by role (what each part is for),
+never by size (a "part two", a "fast" copy).  What counts:
+
+- every line but a ``typing.Protocol`` class: an interface a module owns so that the layer above
+  satisfies it (``methods._base.RequestView``, ``tracking.Watched``) is a declaration of what the
+  module needs, not behaviour, and must not push the module to split;
+- the reviewed exceptions below (``ONE_ROLE``): a module over the cap whose one role cannot be
+  divided without two modules knowing the same rule.  Each names its role and why; adding one is
+  a design decision for review, not a way to make this test pass.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +26,11 @@ import pytest
 from tests.helpers import ROOT
 
 MAX_LINES = 400
-WHOLE = {"templates.py"}  # RFC 6570 in one place: parse, match, expand
+#: modules over the cap that hold one role, with the reason (reviewed: issue 28)
+ONE_ROLE = {
+    "resourcekit/templates.py": "RFC 6570 in one place: parse, match and expand share one grammar "
+                                "(levels 1-4, every operator, explode, prefix); split, each half would re-derive it",
+}
 
 
 def test_import_arrows_point_down() -> None:
@@ -91,6 +108,12 @@ def test_no_module_over_400_lines() -> None:
     long = {
         path.relative_to(ROOT).as_posix(): n
         for path in (ROOT / "resourcekit").rglob("*.py")
-        if path.name not in WHOLE and (n := behaviour_lines(path.read_text())) > MAX_LINES
+        if path.relative_to(ROOT).as_posix() not in ONE_ROLE and (n := behaviour_lines(path.read_text())) > MAX_LINES
     }
     assert not long, long
+
+
+def test_the_exceptions_are_still_exceptions() -> None:
+    """An exception the module no longer needs is removed from the list, so the list stays reviewed."""
+    for name in ONE_ROLE:
+        assert behaviour_lines((ROOT / name).read_text()) > MAX_LINES, name
