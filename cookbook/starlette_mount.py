@@ -32,7 +32,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
 from resourcekit import App
-from resourcekit.transports.http import ASGIApp
+from resourcekit.http import ASGIApp
 
 app = App("inventory", version="1.0.0")
 STOCK = {"apples": 12, "pears": 3}

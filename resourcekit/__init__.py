@@ -1,4 +1,11 @@
-"""resourcekit: serve Model Context Protocol resources from plain Python functions."""
+"""resourcekit: serve Model Context Protocol resources from plain Python functions.
+
+The public API is this module and ``resourcekit.testing`` (``Client``), ``resourcekit.http``
+(``ASGIApp``, ``HTTPError``), ``resourcekit.auth`` (``OAuthResourceServer``), ``resourcekit.contents``
+(``dump_json``, ``guess_mime_type``, ``is_textual``), ``resourcekit.logs`` (``Repeats``) and
+``resourcekit.telemetry`` (``use_meter_provider``), as documented in docs/api.md.  Every other
+module (``core``, ``methods``, ``registry``, ``router``, ``transports`` ...) is internal.
+"""
 
 from .app import App, resource, template
 from .contents import Blob, Text

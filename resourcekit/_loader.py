@@ -8,13 +8,15 @@ import os
 import sys
 import traceback
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from .app import App, default_app
-from .transports import http
 from .transports.stdio import configure_logging
+
+if TYPE_CHECKING:
+    from .transports.http.asgi import ASGIApp
 
 __all__ = ["CLIError", "Unloadable", "apply_limits", "find_app", "load_app", "reload_factory", "split_target",
            "worker_factory"]
@@ -177,7 +179,7 @@ def _redis_options() -> dict[str, Any]:
     return options
 
 
-def reload_factory() -> http.ASGIApp | Unloadable:
+def reload_factory() -> ASGIApp | Unloadable:
     """The app uvicorn's reloader builds in each fresh worker process (``run --reload``).
 
     When the app does not load (a syntax error while it is being edited), the error is said once, as
@@ -193,7 +195,9 @@ def reload_factory() -> http.ASGIApp | Unloadable:
         print(f"resourcekit: error: {message}\nresourcekit: answering 503 until the app loads again "
               "(saving a change reloads it)", file=sys.stderr)
         return Unloadable(message.splitlines()[0])
-    return http.ASGIApp(app, **_redis_options())
+    from .transports.http.asgi import ASGIApp
+
+    return ASGIApp(app, **_redis_options())
 
 
 class Unloadable:
@@ -217,10 +221,12 @@ class Unloadable:
         await send({"type": "http.response.body", "body": self.body})
 
 
-def worker_factory() -> http.ASGIApp:
+def worker_factory() -> ASGIApp:
     """The app each of uvicorn's worker processes builds (``run --workers N``): the target, the
     limits (JSON) and the Redis settings come in environment variables the parent set."""
     configure_logging()
     app = load_app(os.environ["RESOURCEKIT_TARGET"])
     apply_limits(app, orjson.loads(os.environ.get("RESOURCEKIT_LIMITS", "{}")))
-    return http.ASGIApp(app, **_redis_options())
+    from .transports.http.asgi import ASGIApp
+
+    return ASGIApp(app, **_redis_options())

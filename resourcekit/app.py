@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from .registry import ResourceOptions, TemplateOptions
+    from .transports.http.asgi import ASGIApp
 
 __all__ = ["App", "default_app", "resource", "template"]
 
@@ -29,7 +30,7 @@ class App(Registry):
     hints of 2026-07-28 results unless a resource says otherwise.
     """
 
-    _asgi: http.ASGIApp | None = None
+    _asgi: ASGIApp | None = None
     _served = False  # run() called or asgi taken: what _hint_if_nothing_served looks for
 
     # --- serving ---------------------------------------------------------------
@@ -52,15 +53,17 @@ class App(Registry):
             raise ValueError(f"unknown transport {transport!r}; use 'stdio' or 'http'")
 
     @property
-    def asgi(self) -> http.ASGIApp:
+    def asgi(self) -> ASGIApp:
         """This app as a plain ASGI application serving MCP at ``/mcp`` (built once).
 
         For other options (allowed origins, auth hook, limits) build
-        ``resourcekit.transports.http.ASGIApp(app, ...)`` yourself.
+        ``resourcekit.http.ASGIApp(app, ...)`` yourself.
         """
         if self._asgi is None:
+            from .transports.http.asgi import ASGIApp  # the HTTP modules load on first use
+
             self._served = True
-            self._asgi = http.ASGIApp(self)
+            self._asgi = ASGIApp(self)
         return self._asgi
 
     def __repr__(self) -> str:

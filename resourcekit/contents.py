@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     import hashlib
     import pathlib
 
-__all__ = ["TEXT_MIME", "Blob", "Content", "Text", "guess_mime_type", "never_served", "text_version", "to_contents",
-           "version_of"]
+__all__ = ["TEXT_MIME", "Blob", "Content", "Text", "dump_json", "guess_mime_type", "is_textual", "never_served",
+           "text_version", "to_contents", "version_of"]
 
 JSON_MIME = "application/json"
 TEXT_MIME = "text/plain"
@@ -235,6 +235,7 @@ _TEXTUAL_APPLICATION = ("json", "xml", "javascript", "yaml", "toml", "x-sh", "sq
 
 
 def is_textual(mime_type: str) -> bool:
+    """Is content of ``mime_type`` text (``text/*``, or JSON, XML, YAML and their kin)?"""
     main, _, sub = mime_type.partition("/")
     return main == "text" or (main == "application" and any(t in sub for t in _TEXTUAL_APPLICATION))
 
@@ -282,6 +283,8 @@ def _json_default(value: Any) -> Any:
 
 
 def dump_json(value: Any) -> bytes:
+    """``value`` as JSON bytes, as resourcekit serves a handler's JSON result (dates, UUIDs, Decimals,
+    dataclasses and non-string keys included)."""
     return orjson.dumps(value, default=_json_default, option=orjson.OPT_NON_STR_KEYS)
 
 

@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .registry import Registry
-
-__all__ = ["Context"]
+__all__ = ["AppView", "Context"]
 
 LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 LEVEL_RANK = {name: rank for rank, name in enumerate(LEVELS)}
+
+
+class AppView(Protocol):
+    """What a handler may ask of its App through ``ctx.app`` (the ``resourcekit.App`` that serves it):
+    who it is, and the change notifications."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+
+    def notify_changed(self, uri: str) -> None: ...
+
+    def notify_list_changed(self) -> None: ...
 
 
 class Context:
@@ -34,7 +45,7 @@ class Context:
 
     def __init__(
         self,
-        app: Registry,
+        app: AppView,
         uri: str,
         *,
         params: Mapping[str, Any] | None = None,

@@ -1,21 +1,20 @@
 """What differs between eras: the handshake-era revisions and the stateless 2026-07-28.
 
 One record per era instead of ``if modern`` scattered over modules: which methods
-exist, the wire code of resource-not-found, how a result is decorated.  Errors
-become JSON-RPC error objects here, in one place.
+exist, the wire code of resource-not-found, how a result is decorated.  A record is data:
+the two eras, with their method tables, are made where the tables meet the engine
+(``core.plan``).  Errors become JSON-RPC error objects here, in one place.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .errors import MCPError, ResourceNotFound
-from .methods import HANDSHAKE_METHODS, STATELESS_METHODS
-from .methods._base import Method
-from .versions import META_SERVER_INFO
+from .revisions import META_SERVER_INFO
 
-__all__ = ["HANDSHAKE", "STATELESS", "Era", "error_response"]
+__all__ = ["Era", "error_response"]
 
 
 class Era:
@@ -27,7 +26,8 @@ class Era:
 
     __slots__ = ("methods", "name", "not_found_code", "stateless")
 
-    def __init__(self, name: str, methods: Mapping[str, Method], *, stateless: bool, not_found_code: int) -> None:
+    def __init__(self, name: str, methods: Mapping[str, Callable[..., Any]], *, stateless: bool,
+                 not_found_code: int) -> None:
         self.name = name
         self.methods = dict(methods)  # a plain dict: one lookup per request
         self.stateless = stateless
@@ -46,15 +46,12 @@ class Era:
         return f"<Era {self.name}>"
 
 
-HANDSHAKE = Era("handshake", HANDSHAKE_METHODS, stateless=False, not_found_code=-32002)
-STATELESS = Era("2026-07-28", STATELESS_METHODS, stateless=True, not_found_code=-32602)
-
-
-def error_response(rid: Any, exc: BaseException, era: Era = HANDSHAKE) -> dict[str, Any]:
-    """The single place where an exception becomes a JSON-RPC error object."""
+def error_response(rid: Any, exc: BaseException, era: Era | None = None) -> dict[str, Any]:
+    """The single place where an exception becomes a JSON-RPC error object (``era``: the
+    request's; none is the handshake era, whose codes are the errors' own)."""
     if isinstance(exc, MCPError):
         error = exc.to_error()
-        if error["code"] == ResourceNotFound.code:
+        if era is not None and error["code"] == ResourceNotFound.code:
             error["code"] = era.not_found_code
     else:
         error = {"code": -32603, "message": "Internal error"}

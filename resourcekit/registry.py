@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .contents import guess_mime_type
+from .declaration import DEFAULT_OPTIONS, Handler, Options, completers_for, normalize_annotations, plain_handler
 from .errors import (
     DefinitionError,
     DuplicateResourceError,
@@ -19,7 +20,6 @@ from .errors import (
     bad_resource_uri,
     decorator_without_uri,
 )
-from .handler import DEFAULT_OPTIONS, Handler, Options, completers_for, normalize_annotations, plain_handler
 from .limits import DEFAULT_LIMITS, Limits
 from .pagination import SeqIndex
 from .router import Router
@@ -29,7 +29,7 @@ from .templates import UriTemplate
 from .tracking import Tracker
 
 if TYPE_CHECKING:
-    from .skills import SkillCatalog
+    from .skills.catalog import SkillCatalog
 
 __all__ = ["Registry"]
 
@@ -349,7 +349,7 @@ class Registry:
     def add_skills(self, directory: str | os.PathLike[str], *, prefix: str = "", poll: float | None = 2.0) -> None:
         """Serve each folder with a ``SKILL.md`` under ``directory`` as ``skill://<prefix/><path>/<file>``
         resources (SEP-2640; docs/skills.md), rescanned every ``poll`` seconds while serving."""
-        from .skills import SkillCatalog
+        from .skills.catalog import SkillCatalog
 
         with self._lock:
             if self.skills is None:

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from .declaration import Handler
 from .errors import DuplicateResourceError
-from .handler import Handler
 
 __all__ = ["Match", "Router"]
 

@@ -11,17 +11,21 @@ the principal may not read (listings, completion, skills). Without a principal
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .errors import DefinitionError, InsufficientScope
 
-if TYPE_CHECKING:
-    from .handler import Handler
-    from .registry import Registry
-
-__all__ = ["Principal", "check_read", "may_read", "normalize_scopes", "required_scopes"]
+__all__ = ["Principal", "Protected", "check_read", "may_read", "normalize_scopes", "required_scopes"]
 
 NO_SCOPES: frozenset[str] = frozenset()
+
+
+class Protected(Protocol):
+    """What the check reads of an App (its ``scopes``) and of a declaration (its own, or None:
+    the App's)."""
+
+    @property
+    def scopes(self) -> frozenset[str] | None: ...
 
 
 class Principal:
@@ -71,10 +75,10 @@ def normalize_scopes(scopes: Iterable[str] | None, where: str) -> frozenset[str]
     return out
 
 
-def required_scopes(app: Registry, handler: Handler) -> frozenset[str]:
+def required_scopes(app: Protected, handler: Protected) -> frozenset[str]:
     """What reading through ``handler`` takes: its own ``scopes=``, else the App's."""
-    own: frozenset[str] | None = handler.scopes
-    return app.scopes if own is None else own
+    own = handler.scopes
+    return (app.scopes or NO_SCOPES) if own is None else own
 
 
 def granted(principal: Any) -> frozenset[str]:
@@ -83,7 +87,7 @@ def granted(principal: Any) -> frozenset[str]:
     return scopes if isinstance(scopes, frozenset) else frozenset(scopes or ())
 
 
-def may_read(principal: Any, app: Registry, handler: Handler) -> bool:
+def may_read(principal: Any, app: Protected, handler: Protected) -> bool:
     """May ``principal`` (None: nobody checks) read what ``handler`` serves?"""
     if principal is None:
         return True
@@ -91,7 +95,7 @@ def may_read(principal: Any, app: Registry, handler: Handler) -> bool:
     return not required or required <= granted(principal)
 
 
-def check_read(principal: Any, app: Registry, handler: Handler, uri: str) -> None:
+def check_read(principal: Any, app: Protected, handler: Protected, uri: str) -> None:
     """Raise ``InsufficientScope`` unless ``principal`` may read ``uri`` (served by ``handler``).
 
     Called after the URI matched and before the handler runs, so a protected template

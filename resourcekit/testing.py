@@ -20,14 +20,14 @@ from typing import Any
 
 from .app import App
 from .errors import MCPError
-from .scopes import Principal
-from .transports.memory import MemoryTransport
-from .versions import (
+from .revisions import (
     LATEST_HANDSHAKE,
     META_CLIENT_CAPABILITIES,
     META_PROTOCOL_VERSION,
     MODERN_VERSIONS,
 )
+from .scopes import Principal
+from .transports.memory import MemoryTransport
 
 __all__ = ["Client"]
 

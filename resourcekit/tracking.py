@@ -26,19 +26,37 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from . import causes, contents
+from . import contents
 from ._runner import ThreadRunner
 from .contents import combined_version, to_contents
-from .context import Context
+from .context import AppView, Context
+from .declaration import iter_lister_page
 from .errors import ResourceNotFound
-from .handler import iter_lister_page
 from .limits import put_bounded
+from .telemetry import causes
 
 if TYPE_CHECKING:
-    from .handler import Handler
-    from .registry import Registry
+    from .declaration import Handler
+    from .limits import Limits
+    from .pagination import SeqIndex
+    from .router import Router
 
-__all__ = ["GONE", "Broker", "Reporter", "Tracker"]
+__all__ = ["GONE", "Broker", "Reporter", "Tracker", "Watched"]
+
+
+class Watched(AppView, Protocol):
+    """What the tracker asks of the registry whose resources it watches (``Registry``)."""
+
+    @property
+    def router(self) -> Router: ...
+    @property
+    def telemetry(self) -> bool: ...
+    @property
+    def limits(self) -> Limits: ...
+    @property
+    def resources(self) -> SeqIndex[Handler]: ...
+    @property
+    def templates(self) -> SeqIndex[Handler]: ...
 
 log = logging.getLogger("resourcekit")
 
@@ -79,7 +97,7 @@ class Broker(Protocol):
 
 
 class Tracker:
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Watched) -> None:
         self.registry = registry
         self.broker: Broker | None = None  # set while a scale-out broker serves this app
         self._exact = registry.router.exact  # changed in place, never replaced

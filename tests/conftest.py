@@ -40,7 +40,7 @@ def auth_server() -> Iterator[Any]:
 @pytest.fixture
 async def served() -> Any:
     """``serve(app, **options)``: a started in-process ``ASGIApp`` of ``app``, closed after the test."""
-    from resourcekit.transports.http import ASGIApp
+    from resourcekit.http import ASGIApp
 
     made: list[ASGIApp] = []
 

@@ -233,7 +233,7 @@ def test_the_signature_cache_keeps_no_closure_alive() -> None:
 
 
 def test_a_plain_declaration_makes_the_handler_the_general_path_would() -> None:
-    from resourcekit.handler import DEFAULT_OPTIONS, Handler
+    from resourcekit.declaration import DEFAULT_OPTIONS, Handler
 
     app = App("plain")
     fn = _static(1)

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from resourcekit import optin
+from resourcekit import extensions as optin
 from resourcekit.testing import Client
 from tests.apps import ext_app
 from tests.apps.ext_app import app

@@ -36,7 +36,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from resourcekit.transports.http import ASGIApp
+from resourcekit.http import ASGIApp
 from tests.apps.fuzz_app import app as fuzz_app
 from tests.support.process import APPS, RawServer
 from tests.support.wire import modern_meta

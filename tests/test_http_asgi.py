@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from resourcekit import App
-from resourcekit.transports.http import ASGIApp, HTTPError
+from resourcekit.http import ASGIApp, HTTPError
 from resourcekit.transports.http._gate import bare_host, is_loopback
 from resourcekit.transports.http._headers import accepts, decode_header
 from tests.support.wire import modern_meta

@@ -10,7 +10,7 @@ import logging
 import pytest
 
 from resourcekit import App, Limits
-from resourcekit.transports.http import ASGIApp, HTTPError
+from resourcekit.http import ASGIApp, HTTPError
 from tests.support.asgi import ACCEPT, INIT, Call, app_gate, get_stream, make_app, session, sid_of
 from tests.support.wire import modern_meta, request
 

@@ -12,7 +12,7 @@ import pytest
 from resourcekit import App, Context
 from resourcekit.core import HANDSHAKE, Server
 from resourcekit.core.plan import plan_for
-from resourcekit.optin import NONE
+from resourcekit.extensions import NONE
 from tests.support.process import APPS, RawServer
 from tests.support.session import answered_in, connected
 from tests.support.wire import read_message

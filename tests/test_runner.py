@@ -131,7 +131,7 @@ async def test_a_cancelled_completion_queued_behind_a_busy_worker_never_runs_its
 async def test_an_initialize_whose_body_comes_after_the_shutdown_began_gets_503_and_starts_nothing() -> None:
     # SIGTERM closes the endpoint at once while uvicorn still serves open requests: a POST whose
     # headers came before and body after built a new Server (its reaper, its workers) and answered 200
-    from resourcekit.transports.http import ASGIApp
+    from resourcekit.http import ASGIApp
 
     asgi = ASGIApp(App("t", telemetry=False))
     asgi.start()

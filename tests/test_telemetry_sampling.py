@@ -1,4 +1,4 @@
-"""Head sampling of root request spans (``resourcekit.sampling``): with the SDK's ratio sampler a
+"""Head sampling of root request spans (``resourcekit.telemetry.sampling``): with the SDK's ratio sampler a
 dropped request makes no SDK span, and the decisions are the SDK's own, at the configured rate."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.sampling import (
 )
 from opentelemetry.trace import SpanKind
 
-from resourcekit.sampling import ID_LIMIT, presampler
+from resourcekit.telemetry.sampling import ID_LIMIT, presampler
 from tests.support.process import APPS, RawServer
 
 APP = APPS / "traced_app.py"

@@ -28,7 +28,7 @@ import orjson
 
 from ..logs import Repeats
 from ..scopes import Principal, normalize_scopes
-from ..transports.http import HTTPError
+from ..transports.http._headers import HTTPError
 from ._fetch import FetchError, discover, fetch_json
 from ._keys import ALGORITHMS, KeySet
 

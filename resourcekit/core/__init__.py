@@ -12,8 +12,9 @@ Transports are the loops around it: stdio writes an outbox, HTTP answers a POST 
 stream, ``testing.Client`` delivers in memory; the runner is handed in.
 """
 
-from ..eras import HANDSHAKE, STATELESS, Era, error_response
+from ..eras import Era, error_response
 from .engine import Connection
+from .plan import HANDSHAKE, STATELESS
 from .request import Batch, Request, Send
 from .server import Server
 

@@ -19,10 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .. import telemetry
 from .._runner import Lane
 from ..context import LEVEL_RANK
-from ..eras import HANDSHAKE, STATELESS, error_response
+from ..eras import error_response
 from ..errors import (
     InvalidParams,
     InvalidRequest,
@@ -32,22 +31,23 @@ from ..errors import (
     ParseError,
     UnsupportedVersion,
 )
+from ..extensions import NONE, OptIn
 from ..methods import NOTIFICATIONS, PENDING
-from ..optin import NONE, OptIn
-from ..versions import (
+from ..revisions import (
     BATCH_VERSION,
     META_CLIENT_CAPABILITIES,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     MODERN_VERSIONS,
 )
+from ..telemetry import spans as telemetry
 from . import observers
-from .plan import Plan, plan_for
+from .plan import HANDSHAKE, STATELESS, Plan, plan_for
 from .request import Batch, Request, Send
 
 if TYPE_CHECKING:
-    from ..methods.subscriptions import SharedSubscriptions
-    from .server import Server
+    from ..methods._base import SharedSubscriptions
+    from .views import Host
 
 __all__ = ["Connection"]
 
@@ -69,7 +69,7 @@ class Connection:
         "traced", "tracker", "waiting",
     )
 
-    def __init__(self, server: Server, send: Send, *, stateless: bool = False, threadsafe: bool = False) -> None:
+    def __init__(self, server: Host, send: Send, *, stateless: bool = False, threadsafe: bool = False) -> None:
         self.server = server
         self.app = server.app
         self.send = send  # for messages not tied to a request (subscription updates)

@@ -13,25 +13,28 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MCPError
 
 if TYPE_CHECKING:
-    from ..methods._base import Method
     from .request import Request
 
-__all__ = ["access_log_enabled", "logged", "refused"]
+__all__ = ["Step", "access_log_enabled", "logged", "refused"]
 
 log = logging.getLogger("resourcekit")
 _now = time.perf_counter
+
+#: what a plan holds for a method: a method (``methods``), or one an observer wraps
+Step = Callable[["Request"], Any]
 
 
 def access_log_enabled() -> bool:
     return log.isEnabledFor(logging.INFO)
 
 
-def logged(step: Method) -> Method:
+def logged(step: Step) -> Step:
     """``step``, its requests logged with their outcome and duration."""
 
     def observed(req: Request) -> Any:

@@ -25,7 +25,7 @@ from orjson import OPT_APPEND_NEWLINE, dumps
 if TYPE_CHECKING:
     import asyncio
 
-    from .engine import Connection
+    from .views import Session
 
 __all__ = ["Outbox"]
 
@@ -50,7 +50,7 @@ class Outbox:
         self._size = 0
         self._lock = threading.Lock()
         self._scheduled = False
-        self.conn: Connection | None = None  # the session it holds when its reader owes too much
+        self.conn: Session | None = None  # the session it holds when its reader owes too much
         self.on_hold: Callable[[bool], None] | None = None  # the transport's: stop (True) or go on reading
 
     def __call__(self, message: Any) -> None:

@@ -6,24 +6,27 @@ client opted into, and the observers watching (the access log).  It changes only
 a process; a 2026-07-28 request, which carries its own profile, finds the plan for it here.  A method module
 may compile a step of its own for a profile (``methods.COMPILERS``: a plain session's read
 needs none of SEP-2093's metadata); observers wrap every step the same way, like middleware,
-and never change which code serves a request.
+and never change which code serves a request.  The two eras are made here, each with the method
+table ``methods`` assembles for it: an ``Era`` is a record and imports no method.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..methods import COMPILERS
+from ..eras import Era
+from ..methods import COMPILERS, HANDSHAKE_METHODS, STATELESS_METHODS
 from . import observers
 
 if TYPE_CHECKING:
-    from ..eras import Era
-    from ..methods._base import Method
-    from ..optin import OptIn
+    from ..extensions import OptIn
 
-__all__ = ["Plan", "plan_for"]
+__all__ = ["HANDSHAKE", "STATELESS", "Plan", "plan_for"]
 
-Plan = dict[str, "Method"]
+HANDSHAKE = Era("handshake", HANDSHAKE_METHODS, stateless=False, not_found_code=-32002)
+STATELESS = Era("2026-07-28", STATELESS_METHODS, stateless=True, not_found_code=-32602)
+
+Plan = dict[str, observers.Step]
 
 _PLANS: dict[tuple[str, bool, bool, bool], Plan] = {}
 

@@ -19,12 +19,13 @@ from orjson import OPT_APPEND_NEWLINE, dumps, loads
 from .._runner import QUIET
 from ..eras import Era, error_response
 from ..errors import MCPError, ResourceNotFound, unencodable
-from ..telemetry import Traced
+from ..telemetry.spans import Traced
 
 if TYPE_CHECKING:
-    from ..handler import Handler
-    from ..optin import OptIn
-    from .engine import Connection
+    from ..declaration import Handler
+    from ..extensions import OptIn
+    from ..methods._base import RequestView
+    from .views import Session
 
 __all__ = ["Batch", "Request", "Send", "Watch"]
 
@@ -49,11 +50,11 @@ class Request:
     handler: Handler
     kwargs: dict[str, Any]
     uri: str
-    reply_of: Callable[[Request, Handler, str, Any], bytes]
+    reply_of: Callable[[RequestView, Handler, str, Any], bytes]
 
     def __init__(
         self,
-        conn: Connection,
+        conn: Session,
         rid: Any,
         method: str,
         params: dict[str, Any],
@@ -80,7 +81,7 @@ class Request:
         self.principal = conn.principal  # who sent it (HTTP with auth), for resourcekit.scopes
         self.watch: Watch | None = None  # an observer's (the access log)
         self.started = 0.0
-        self.on_cancel: Callable[[Request], None] | None = None  # the method's own cancellation (listen)
+        self.on_cancel: Callable[[RequestView], None] | None = None  # the method's own cancellation (listen)
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -90,7 +91,7 @@ class Request:
     @property
     def client_capabilities(self) -> dict[str, Any]:
         if self.modern:
-            from ..versions import META_CLIENT_CAPABILITIES
+            from ..revisions import META_CLIENT_CAPABILITIES
 
             caps = self.meta.get(META_CLIENT_CAPABILITIES)
             return caps if type(caps) is dict else {}

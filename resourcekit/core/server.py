@@ -9,9 +9,9 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .. import telemetry
 from .._runner import ThreadRunner
 from ..methods import Subscriptions
+from ..telemetry import spans as telemetry
 from . import observers
 from .engine import Connection
 from .outbox import Outbox

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..transports.http import ASGIApp
+    from ..transports.http.asgi import ASGIApp
 
 __all__ = ["STATIC", "Explorer"]
 

@@ -26,7 +26,7 @@ from .subscriptions import Subscriptions
 
 if TYPE_CHECKING:
     from ..eras import Era
-    from ..optin import OptIn
+    from ..extensions import OptIn
 
 __all__ = ["COMPILERS", "HANDSHAKE_METHODS", "NOTIFICATIONS", "PENDING", "STATELESS_METHODS", "Subscriptions"]
 

@@ -1,45 +1,199 @@
-"""What every method module shares: the ``PENDING`` answer, parameter checks, caching hints.
+"""What every method module shares: what a method may ask of a request and of its session, the
+``PENDING`` answer, parameter checks, caching hints.
 
-A method takes the ``Request`` and returns a result dict (answered at once), an
+A method takes a request (``RequestView``) and returns a result dict (answered at once), an
 awaitable (run as a task), or ``PENDING`` (it arranged to answer later, e.g.
 from a worker thread).  It raises ``MCPError`` for anything the client got wrong.
+
+``RequestView``, ``SessionView`` and ``ServerView`` are the interface the methods need of the
+engine above them (``core``'s ``Request``, ``Connection`` and ``Server`` satisfy them
+structurally): the methods name no class of the engine, so the arrows point down even for types.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+import asyncio
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._runner import Call
 from ..errors import InvalidParams, LimitExceeded
 from ..pagination import decode_cursor
 
 if TYPE_CHECKING:
-    from ..core import Connection, Request
-    from ..handler import Handler
+    from .._runner import Lane, ThreadRunner
+    from ..declaration import Handler
+    from ..extensions import OptIn
+    from ..limits import Limits
+    from ..registry import Registry
+    from ..router import Router
+    from ..tracking import Tracker
 
-__all__ = ["PENDING", "Method", "Notification", "cache_hints", "check_uri", "in_worker", "str_param", "uri_param"]
+__all__ = [
+    "PENDING", "Method", "Notification", "RequestView", "ServerView", "SessionView", "SharedSubscriptions",
+    "SubscriptionsView", "cache_hints", "check_uri", "in_worker", "str_param", "uri_param",
+]
 
 PENDING: Any = object()
 
-Method = Callable[["Request"], Any]
-Notification = Callable[["Connection", dict[str, Any]], None]
+
+class SharedSubscriptions(Protocol):
+    """A session's subscriptions kept in a store several processes share (scale-out): whichever
+    process detects a change tells the session there, once per version."""
+
+    async def subscriptions(self) -> dict[str, str]: ...
+
+    async def subscribe(self, versions: dict[str, str]) -> None: ...
+
+    async def unsubscribe(self, uris: list[str]) -> None: ...
 
 
-def keyset_after(req: Request, kind: str) -> int:
+class SubscriptionsView(Protocol):
+    """What the subscription methods ask of the server's subscribers (``subscriptions.Subscriptions``)."""
+
+    def of(self, conn: SessionView) -> dict[str, str]: ...
+
+    def subscribe(self, conn: SessionView, uri: str, version: str) -> None: ...
+
+    def unsubscribe(self, conn: SessionView, uri: str) -> None: ...
+
+    async def starting_versions(self, conn: SessionView | None,
+                                uris: list[str]) -> tuple[dict[str, str], list[str]]: ...
+
+    async def listen(self, req: RequestView) -> Any: ...
+
+    def end_listen(self, req: RequestView) -> None: ...
+
+
+class ServerView(Protocol):
+    """What a method may ask of what every session of one App shares (``core.Server``)."""
+
+    @property
+    def app(self) -> Registry: ...
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop: ...
+    @property
+    def runner(self) -> ThreadRunner: ...
+    @property
+    def server_info(self) -> dict[str, Any]: ...
+    @property
+    def connections(self) -> Collection[SessionView]: ...
+    @property
+    def subscriptions(self) -> SubscriptionsView: ...
+
+    def on_loop(self) -> bool: ...
+
+
+class SessionView(Protocol):
+    """What a method may ask of a request's session (``core.Connection``); ``initialize`` and
+    ``logging/setLevel`` write the handshake-era state it keeps."""
+
+    protocol_version: str | None
+    client_capabilities: dict[str, Any]
+    client_info: dict[str, Any]
+    optin: OptIn
+    log_level: str | None
+    initialized: bool
+
+    @property
+    def app(self) -> Registry: ...
+    @property
+    def server(self) -> ServerView: ...
+    @property
+    def limits(self) -> Limits: ...
+    @property
+    def lane(self) -> Lane: ...
+    @property
+    def runner(self) -> ThreadRunner: ...
+    @property
+    def router(self) -> Router: ...
+    @property
+    def tracker(self) -> Tracker: ...
+    @property
+    def send(self) -> Callable[[Any], None]: ...
+    @property
+    def seen(self) -> dict[str, str]: ...
+    @property
+    def seen_max(self) -> int: ...
+    @property
+    def shared(self) -> SharedSubscriptions | None: ...
+    @property
+    def stateless(self) -> bool: ...
+    @property
+    def closed(self) -> bool: ...
+
+    def replan(self) -> None: ...
+
+    def cancel(self, rid: Any) -> bool: ...
+
+
+class RequestView(Protocol):
+    """What a method may ask of a request (``core.Request``): its parameters, its session, and
+    the ways to answer it."""
+
+    on_cancel: Callable[[RequestView], None] | None  # the method's own cancellation (listen)
+    version: str | None  # ``initialize`` sets the negotiated one
+    threadsafe: bool  # its reply may be handed on from a worker (a ``Context`` handler's may not)
+    # what a worker runs for it (``run``, a job of ``ThreadRunner``): set by the read step
+    handler: Handler
+    kwargs: dict[str, Any]
+    uri: str
+    reply_of: Callable[[RequestView, Handler, str, Any], bytes]
+
+    @property
+    def conn(self) -> SessionView: ...
+    @property
+    def id(self) -> Any: ...
+    @property
+    def method(self) -> str: ...
+    @property
+    def params(self) -> dict[str, Any]: ...
+    @property
+    def meta(self) -> dict[str, Any]: ...
+    @property
+    def modern(self) -> bool: ...
+    @property
+    def log_level(self) -> str | None: ...
+    @property
+    def optin(self) -> OptIn: ...
+    @property
+    def principal(self) -> Any: ...
+    @property
+    def cancelled(self) -> bool: ...
+
+    def run(self) -> Any: ...
+
+    def done(self, ok: bool, value: Any) -> None: ...
+
+    def encode(self, result: dict[str, Any]) -> bytes: ...
+
+    def respond(self, result: dict[str, Any]) -> None: ...
+
+    def answer(self, data: bytes) -> None: ...
+
+    def complete(self, ok: bool, value: Any) -> None: ...
+
+    def notify(self, message: dict[str, Any]) -> None: ...
+
+
+Method = Callable[[RequestView], Any]
+Notification = Callable[[SessionView, dict[str, Any]], None]
+
+
+def keyset_after(req: RequestView, kind: str) -> int:
     """Where a keyset-paged list resumes: the sequence number in the request's cursor, else 0."""
     cursor = req.params.get("cursor")
     return 0 if cursor is None else decode_cursor(cursor, (kind,))[1][0]
 
 
-def str_param(req: Request, name: str) -> str:
+def str_param(req: RequestView, name: str) -> str:
     value = req.params.get(name)
     if not isinstance(value, str) or not value:
         raise InvalidParams(f"Invalid params: '{name}' must be a non-empty string", {"param": name})
     return value
 
 
-def uri_param(req: Request, name: str = "uri") -> str:
+def uri_param(req: RequestView, name: str = "uri") -> str:
     """A URI parameter, refused before any matching when it is over the length limit."""
     uri = req.params.get(name)
     if type(uri) is str and uri and len(uri) <= req.conn.limits.max_uri_length:
@@ -47,14 +201,14 @@ def uri_param(req: Request, name: str = "uri") -> str:
     return check_uri(req, str_param(req, name))
 
 
-def check_uri(req: Request, uri: str) -> str:
+def check_uri(req: RequestView, uri: str) -> str:
     limit = req.conn.limits.max_uri_length
     if len(uri) > limit:
         raise LimitExceeded("max_uri_length", limit, f"Invalid params: URI longer than {limit} characters")
     return uri
 
 
-def cache_hints(req: Request, result: dict[str, Any], handler: Handler | None = None) -> dict[str, Any]:
+def cache_hints(req: RequestView, result: dict[str, Any], handler: Handler | None = None) -> dict[str, Any]:
     """2026-07-28 results say how long they may be cached, and by whom."""
     if req.modern:
         app = req.conn.app
@@ -65,7 +219,7 @@ def cache_hints(req: Request, result: dict[str, Any], handler: Handler | None = 
     return result
 
 
-def in_worker(req: Request, fn: Callable[[], dict[str, Any]]) -> Any:
+def in_worker(req: RequestView, fn: Callable[[], dict[str, Any]]) -> Any:
     """Answer ``req`` with ``fn()`` run in a worker thread (in its session's lane), encoded there,
     unless it is cancelled before it starts."""
 

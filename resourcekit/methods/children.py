@@ -19,8 +19,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..core import Connection
-    from ..handler import Handler
+    from ..declaration import Handler
+    from ._base import SessionView as Connection
 
 __all__ = ["children_from", "listable", "off_loop"]
 

@@ -9,8 +9,8 @@ from ..scopes import may_read
 from ._base import Method
 
 if TYPE_CHECKING:
-    from ..core import Request
-    from ..handler import Completer
+    from ..declaration import Completer
+    from ._base import RequestView as Request
 
 __all__ = ["METHODS"]
 

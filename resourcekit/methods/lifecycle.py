@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..context import LEVEL_RANK, LEVELS
 from ..errors import InvalidParams, InvalidRequest
-from ..optin import OptIn
-from ..versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, MODERN_VERSIONS
+from ..extensions import OptIn
+from ..revisions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, MODERN_VERSIONS
 from ._base import Method, Notification, cache_hints
 
 if TYPE_CHECKING:
-    from ..core import Connection, Request
+    from ._base import RequestView as Request
+    from ._base import SessionView as Connection
 
 __all__ = ["HANDSHAKE", "NOTIFICATIONS", "SKILLS_EXTENSION", "STATELESS", "capabilities"]
 

@@ -19,13 +19,13 @@ from collections.abc import Callable, Iterator, Mapping
 from itertools import chain, islice
 from typing import TYPE_CHECKING, Any
 
+from ..declaration import Handler, iter_lister_page
 from ..errors import InvalidParams, ResourceNotFound
-from ..handler import Handler, iter_lister_page
+from ..extensions import OptIn
 from ..limits import put_bounded
-from ..optin import OptIn
 from ..pagination import decode_cursor, encode_cursor
+from ..revisions import META_VERSION
 from ..scopes import check_read, may_read
-from ..versions import META_VERSION
 from ._base import Method, cache_hints, in_worker, keyset_after, uri_param
 from .children import children_from, listable
 from .variables import META_VARIABLES, variables_meta
@@ -42,7 +42,7 @@ from .wire import (
 )
 
 if TYPE_CHECKING:
-    from ..core import Request
+    from ._base import RequestView as Request
 
 __all__ = ["METHODS", "children_page", "filter_for", "resources_page"]
 

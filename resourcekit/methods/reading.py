@@ -28,19 +28,20 @@ from .._runner import Call
 from ..contents import TEXT_MIME, combined_version, text_version, to_contents
 from ..context import Context
 from ..errors import InvalidParams, NotModified, ResourceNotFound
-from ..optin import FIELDS, SEP_2093
+from ..extensions import FIELDS, SEP_2093
+from ..revisions import META_VERSION
 from ..scopes import check_read
-from ..versions import META_VERSION
 from ._base import PENDING, Method, cache_hints, in_worker, uri_param
 from .children import listable
 from .wire import capabilities, fresh_resource, last_segment, seed_fields
 
 if TYPE_CHECKING:
     from .._runner import Callback
-    from ..core import Connection, Request
+    from ..declaration import Handler
     from ..eras import Era
-    from ..handler import Handler
-    from ..optin import OptIn
+    from ..extensions import OptIn
+    from ._base import RequestView as Request
+    from ._base import SessionView as Connection
 
 __all__ = ["METHODS", "TAILS", "compile_read", "read_reply", "read_result", "serve", "served", "text_tail"]
 

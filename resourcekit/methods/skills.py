@@ -21,7 +21,7 @@ from .listing import children_page
 from .wire import resource_decorator, resource_wire
 
 if TYPE_CHECKING:
-    from ..core import Request
+    from ._base import RequestView as Request
 
 __all__ = ["METHODS"]
 

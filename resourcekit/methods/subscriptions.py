@@ -19,19 +19,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from .. import causes, telemetry
 from ..errors import InvalidParams, LimitExceeded, ResourceNotFound
-from ..optin import RESOURCES_GET, wants
+from ..extensions import RESOURCES_GET, wants
+from ..revisions import META_SUBSCRIPTION_ID
 from ..scopes import check_read
-from ..versions import META_SUBSCRIPTION_ID
+from ..telemetry import causes
+from ..telemetry import spans as telemetry
 from ._base import PENDING, Method, check_uri, str_param
 from .wire import fresh_resource, seed_fields
 
 if TYPE_CHECKING:
     from .._runner import ThreadRunner
-    from ..core import Connection, Request, Server
+    from ._base import RequestView as Request
+    from ._base import ServerView as Server
+    from ._base import SessionView as Connection
 
 __all__ = ["HANDSHAKE", "STATELESS", "Subscriptions"]
 
@@ -39,17 +42,6 @@ UPDATED = "notifications/resources/updated"
 LIST_CHANGED = "notifications/resources/list_changed"
 CONTENT_CHANGED = "notifications/resources/content_changed"
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
-
-
-class SharedSubscriptions(Protocol):
-    """A session's subscriptions kept in a store several processes share (scale-out): whichever
-    process detects a change tells the session there, once per version."""
-
-    async def subscriptions(self) -> dict[str, str]: ...
-
-    async def subscribe(self, versions: dict[str, str]) -> None: ...
-
-    async def unsubscribe(self, uris: list[str]) -> None: ...
 
 
 class Subscriber:

@@ -26,8 +26,8 @@ from .listing import resources_page
 from .reading import encoded, read_result, serve
 
 if TYPE_CHECKING:
-    from ..core import Request
-    from ..handler import Handler
+    from ..declaration import Handler
+    from ._base import RequestView as Request
 
 __all__ = ["METHODS", "TOOLS"]
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, get_args
 
 if TYPE_CHECKING:
     from .._convert import Convertor
-    from ..handler import Handler
+    from ..declaration import Handler
 
 __all__ = ["META_VARIABLES", "variables_meta"]
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..handler import DEFAULT_OPTIONS, Handler
-from ..optin import OptIn
-from ..versions import META_VERSION
+from ..declaration import DEFAULT_OPTIONS, Handler
+from ..extensions import OptIn
+from ..revisions import META_VERSION
 from .children import listable, off_loop
 
 if TYPE_CHECKING:
-    from ..core import Request
     from ..tracking import Tracker
+    from ._base import RequestView as Request
 
 __all__ = ["capabilities", "fresh_resource", "last_segment", "resource_wire", "resource_wires", "seed_fields"]
 

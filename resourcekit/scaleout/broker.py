@@ -36,9 +36,9 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeout
 
-from .. import causes
 from ..methods.wire import fresh_resource, seed_fields
 from ..pagination import set_cursor_key
+from ..telemetry import causes
 
 if TYPE_CHECKING:
     from ..tracking import Tracker

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from resourcekit import App, Context, Limits
-from resourcekit.transports.http import ASGIApp
+from resourcekit.http import ASGIApp
 
 ACCEPT = ("accept", "application/json, text/event-stream")
 INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {

@@ -63,9 +63,10 @@ class Session:
         import asyncio
         import logging
 
-        from resourcekit import Principal, telemetry
+        from resourcekit import Principal
         from resourcekit._runner import ThreadRunner
         from resourcekit.core import Server
+        from resourcekit.telemetry import spans as telemetry
 
         logger = logging.getLogger("resourcekit")
         self._level = logger.level

@@ -24,9 +24,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 
-from resourcekit import telemetry
+from resourcekit.http import ASGIApp
 from resourcekit.registry import Registry
-from resourcekit.transports.http import ASGIApp
+from resourcekit.telemetry import spans as telemetry
 from resourcekit.transports.stdio import serve_stdio
 from tests.support.http_server import free_port
 

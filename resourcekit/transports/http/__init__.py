@@ -36,11 +36,20 @@ __all__ = ["ASGIApp", "HTTPError", "check_port", "run_http"]
 _HOMES = {"ASGIApp": ".asgi", "HTTPError": "._headers", "run_http": ".serve", "check_port": ".serve"}
 
 
+_PUBLIC = {"ASGIApp", "HTTPError"}  # their public home is resourcekit.http: read here, they warn
+
+
 def __getattr__(name: str) -> Any:
     # the modules load on first use: a stdio server's start-up never pays for HTTP
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(home, __name__), name)
-    globals()[name] = value
+    if name in _PUBLIC:
+        import warnings
+
+        warnings.warn(f"resourcekit.transports.http.{name} is deprecated: import it from resourcekit.http "
+                      "(the old path goes in the next release)", DeprecationWarning, stacklevel=2)
+    else:
+        globals()[name] = value
     return value

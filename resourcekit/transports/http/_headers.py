@@ -18,7 +18,7 @@ import orjson
 
 from ...core import Connection, error_response
 from ...errors import HeaderMismatch, InsufficientScope, InvalidParams, InvalidRequest, MCPError, unencodable
-from ...versions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION, MODERN_VERSIONS
+from ...revisions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION, MODERN_VERSIONS
 
 Scope = Mapping[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import telemetry
+from ...telemetry import spans as telemetry
 from ._gate import check_host_and_origin
 from ._headers import HTTPError, Receive, RequestHeaders, Scope, Send, error_body, respond
 

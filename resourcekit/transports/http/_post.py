@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import orjson
 
 from ...core import error_response
-from ...eras import STATELESS
+from ...core.plan import STATELESS
 from ...errors import InvalidRequest, MCPError, ParseError
-from ...versions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION
+from ...revisions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION
 from ._exchange import exchange
 from ._gate import with_cors
 from ._headers import (
@@ -40,14 +40,51 @@ from ._headers import (
 )
 
 if TYPE_CHECKING:
-    from .asgi import ASGIApp
+    from ...core import Server
+    from ...limits import Limits
+    from ._gate import Authorize
+    from ._redis_sessions import SharedSessions
+    from ._sessions import SessionTable
+    from ._sse import OpenStreams
 
-__all__ = ["post", "refuse"]
+__all__ = ["Endpoint", "post", "refuse"]
+
+
+class Endpoint(Protocol):
+    """What a POST asks of the endpoint it was sent to (``asgi.ASGIApp``, which calls ``post``)."""
+
+    path: str
+    posted: dict[tuple[Any, ...], tuple[str | None, tuple[bool, bool]]]
+
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def limits(self) -> Limits: ...
+    @property
+    def authorize(self) -> Authorize | None: ...
+    @property
+    def sessions(self) -> SessionTable: ...
+    @property
+    def shared(self) -> SharedSessions | None: ...
+    @property
+    def streams(self) -> OpenStreams: ...
+    @property
+    def server(self) -> Server: ...
+
+    def admit(self, scope: Scope, headers: RequestHeaders, send: Send) -> Send: ...
+
+    def judge(self, scope: Scope, headers: RequestHeaders, key: Any) -> str | None: ...
+
+    def keep(self, key: tuple[Any, ...], origin: str | None, accepted: tuple[bool, bool]) -> None: ...
+
+    def check_open(self) -> None: ...
+
+    async def route(self, scope: Scope, receive: Receive, send: Send) -> None: ...
 
 log = logging.getLogger("resourcekit")
 
 
-async def post(endpoint: ASGIApp, scope: Scope, receive: Receive, send: Send, mounted: bool = False) -> None:
+async def post(endpoint: Endpoint, scope: Scope, receive: Receive, send: Send, mounted: bool = False) -> None:
     """``ASGIApp.__call__``: a POST to the endpoint is served here, down to the exchange; any
     other request goes to ``ASGIApp.route``.
     ``mounted``: a POST that ``route`` found (the app is mounted under a root path)."""
@@ -137,7 +174,7 @@ async def refuse(scope: Scope, send: Send, exc: Exception) -> None:
         await respond(send, 500, error_body(500, "Internal error"))
 
 
-async def _post_modern(endpoint: ASGIApp, message: Any, headers: dict[bytes, bytes], receive: Receive, send: Send,
+async def _post_modern(endpoint: Endpoint, message: Any, headers: dict[bytes, bytes], receive: Receive, send: Send,
                        accepted: tuple[bool, bool], principal: Any) -> None:
     try:
         check_modern_headers(message, headers)
@@ -154,7 +191,7 @@ async def _post_modern(endpoint: ASGIApp, message: Any, headers: dict[bytes, byt
                    principal=principal)
 
 
-async def _initialize(endpoint: ASGIApp, message: dict[str, Any], receive: Receive, send: Send,
+async def _initialize(endpoint: Endpoint, message: dict[str, Any], receive: Receive, send: Send,
                       accepted: tuple[bool, bool], principal: Any) -> None:
     sessions = endpoint.sessions
     session = sessions.create(endpoint.server.connect, principal)

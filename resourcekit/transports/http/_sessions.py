@@ -18,8 +18,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from ... import telemetry
 from ...core import Connection
+from ...telemetry import spans as telemetry
 from ._headers import HTTPError, is_digits
 from ._sse import CANCELLED, ENDED, Inbox, Replay, Stream
 

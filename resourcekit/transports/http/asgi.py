@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..._runner import ThreadRunner
 from ...core import Server
 from ...logs import Repeats
-from ...versions import MODERN_VERSIONS
+from ...revisions import MODERN_VERSIONS
 from ._gate import AuthHook, bare_host, check_host_and_origin, gate, preflight_headers, well_known, with_cors
 from ._headers import (
     ALLOW,
@@ -36,8 +36,8 @@ from ._sessions import Session, SessionLimits, SessionTable
 from ._sse import ENDED, PRIMING_VERSION, Inbox, OpenStreams, resume, sse_headers, write
 
 if TYPE_CHECKING:
-    from ...app import App
-    from ._shared import SharedSessions
+    from ...registry import Registry
+    from ._redis_sessions import SharedSessions
 
 log = logging.getLogger("resourcekit")
 
@@ -77,7 +77,7 @@ class ASGIApp:
 
     def __init__(
         self,
-        app: App,
+        app: Registry,
         *,
         path: str = "/mcp",
         allowed_origins: Iterable[str] = (),
@@ -108,7 +108,7 @@ class ASGIApp:
         self.shared: SharedSessions | None = None
         if redis:
             from ...scaleout.broker import RedisBroker
-            from ._shared import SharedSessions
+            from ._redis_sessions import SharedSessions
 
             self.shared = SharedSessions(table, RedisBroker(redis, redis_prefix, max_events=replay), self.repeats)
         self.sessions: SessionTable = self.shared if self.shared is not None else SessionTable(table)

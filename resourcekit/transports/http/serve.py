@@ -17,14 +17,14 @@ from ..stdio import configure_logging
 from .asgi import ASGIApp
 
 if TYPE_CHECKING:
-    from ...app import App
+    from ...registry import Registry
 
 SHUTDOWN_GRACE = 5  # seconds uvicorn waits for open responses when stopping
 RELOAD_FACTORY = "resourcekit._loader:reload_factory"  # named, not imported: the loader sits above
 WORKER_FACTORY = "resourcekit._loader:worker_factory"
 
 
-def run_http(app: App | None, *, host: str = "127.0.0.1", port: int = 8000, reload_target: str | None = None,
+def run_http(app: Registry | None, *, host: str = "127.0.0.1", port: int = 8000, reload_target: str | None = None,
              reload_dir: str | None = None, target: str | None = None, workers: int = 1,
              limits: dict[str, Any] | None = None, metrics: bool = False,
              wrap: Callable[[ASGIApp], Any] | None = None, reload_factory: str = RELOAD_FACTORY,

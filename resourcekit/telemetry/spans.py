@@ -10,7 +10,7 @@ the flag ``ON``, and nothing of OpenTelemetry is imported or called; a running s
   (``Traced`` wraps the request's ``reply``); a listen stream's span ends at its
   acknowledgement. ``traceparent`` / ``tracestate`` / ``baggage`` in ``params._meta``
   make it a child of the caller's span; baggage is never copied anywhere.
-- Notifications sent are PRODUCER spans linked to what caused them (``resourcekit.causes``).
+- Notifications sent are PRODUCER spans linked to what caused them (``resourcekit.telemetry.causes``).
 - Metrics: ``mcp.server.operation.duration``, ``mcp.server.session.duration``, and
   resourcekit's own (active subscriptions, notifications sent, change-to-notification
   delay, stream lifetimes).
@@ -28,11 +28,11 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from .errors import MCPError
+from ..errors import MCPError
+from ..revisions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION, MODERN_VERSIONS
 from .sampling import Dropped, presampler
-from .versions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION, MODERN_VERSIONS
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -156,12 +156,36 @@ def use_meter_provider(provider: MeterProvider) -> None:
 # --- requests --------------------------------------------------------------------------------------
 
 
+class Subscribers(Protocol):
+    def total(self) -> int: ...
+
+
+class Observed(Protocol):
+    """What spans and metrics read of a server (``core.Server``)."""
+
+    @property
+    def transport(self) -> str | None: ...
+    @property
+    def subscriptions(self) -> Subscribers: ...
+
+
+class Session(Protocol):
+    """What spans and metrics read of a session (``core.Connection``)."""
+
+    @property
+    def server(self) -> Observed: ...
+    @property
+    def protocol_version(self) -> str | None: ...
+    @property
+    def session_id(self) -> str | None: ...
+
+
 class Traced:
     """A request's ``reply``, wrapped: the span and the duration end with the answer."""
 
     __slots__ = ("acked", "attrs", "conn", "context", "exception", "inner", "method", "on", "rid", "span", "start")
 
-    def __init__(self, conn: Any, rid: Any, method: str, params: Any, reply: Callable[[Any], None]) -> None:
+    def __init__(self, conn: Session, rid: Any, method: str, params: Any, reply: Callable[[Any], None]) -> None:
         instruments = on
         assert instruments is not None
         self.on = instruments
@@ -335,11 +359,11 @@ def unwrap(reply: Any) -> Any:
 
 # --- sessions and streams ----------------------------------------------------------------------------
 
-_sessions: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
-_servers: weakref.WeakSet[Any] = weakref.WeakSet()
+_sessions: weakref.WeakKeyDictionary[Session, float] = weakref.WeakKeyDictionary()
+_servers: weakref.WeakSet[Observed] = weakref.WeakSet()
 
 
-def session_ended(conn: Any) -> None:
+def session_ended(conn: Session) -> None:
     started = _sessions.pop(conn, None)
     if started is not None and on is not None:
         attrs = {PROTOCOL_VERSION: conn.protocol_version}
@@ -363,12 +387,12 @@ def stream_ended(kind: str, opened: float | None) -> None:
         on.stream.record(time.perf_counter() - opened, {STREAM_KIND: kind})
 
 
-def watch(server: Any) -> None:
+def watch(server: Observed) -> None:
     """Count ``server``'s subscriptions in the active-subscriptions gauge (until ``unwatch``)."""
     _servers.add(server)
 
 
-def unwatch(server: Any) -> None:
+def unwatch(server: Observed) -> None:
     """``server`` closed: its subscriptions count no more (whenever it is collected)."""
     _servers.discard(server)
 

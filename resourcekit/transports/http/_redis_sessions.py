@@ -19,8 +19,8 @@ from typing import Any
 import orjson
 
 from ...core import Connection
+from ...extensions import RESOURCES_GET, wants
 from ...logs import Repeats
-from ...optin import RESOURCES_GET, wants
 from ...scaleout.broker import UNAVAILABLE, RedisBroker, safe_url
 from ...scaleout.sessions import SessionStore, SharedSession, event_id_key
 from ._headers import HTTPError, Receive, Send, is_digits

@@ -18,7 +18,7 @@ import stat
 from collections.abc import Iterator
 from typing import Any
 
-from .errors import DefinitionError
+from ..errors import DefinitionError
 
 __all__ = ["SkillError", "check_frontmatter", "hash_file", "read_confined", "read_regular", "walk"]
 

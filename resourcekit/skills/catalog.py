@@ -24,19 +24,29 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
-from ._skillfiles import MAX_BYTES, MAX_FILES, SKILL_FILE, SkillError, check_frontmatter, hash_file, read_confined, walk
-from .contents import Blob, Text, guess_mime_type
-from .errors import DefinitionError, ResourceNotFound
-from .pagination import SeqIndex
+from ..contents import Blob, Text, guess_mime_type
+from ..errors import DefinitionError, ResourceNotFound
+from ..pagination import SeqIndex
+from .files import MAX_BYTES, MAX_FILES, SKILL_FILE, SkillError, check_frontmatter, hash_file, read_confined, walk
 
 if TYPE_CHECKING:
-    from ._runner import ThreadRunner
-    from .registry import Registry
+    from .._runner import ThreadRunner
 
-__all__ = ["DIRECTORY_MIME", "SkillCatalog", "SkillError"]
+__all__ = ["DIRECTORY_MIME", "Mount", "SkillCatalog", "SkillError"]
+
+
+class Mount(Protocol):
+    """What the catalog asks of the registry it mounts files into (``Registry``)."""
+
+    def add_resource(self, fn: Callable[..., Any], uri: str, *, name: str, description: str | None,
+                     mime_type: str) -> object: ...
+
+    def remove(self, uri: str) -> None: ...
+
+    def notify_changed(self, uri: str) -> None: ...
 
 log = logging.getLogger("resourcekit")
 
@@ -189,7 +199,7 @@ def _ancestors(rel: str) -> list[str]:
 class SkillCatalog:
     """Every mounted skill of one registry, as the skills methods serve them."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Mount) -> None:
         self.registry = registry
         self.mounts: list[_Mount] = []
         self.files: dict[str, _File] = {}

@@ -1,0 +1,5 @@
+"""Deprecated: ``resourcekit.protocol`` is ``resourcekit.core`` (this path warns for one release)."""
+
+from ._moved import moved
+
+__getattr__ = moved(__name__, "resourcekit.core")
