@@ -135,15 +135,15 @@ class ThreadRunner:
     def submit(self, job: Job, lane: Lane | None = None) -> None:
         """Run ``job`` in a worker, after the jobs ``lane`` holds already (see ``Job``).
         LimitExceeded: too many jobs wait."""
-        if self._submitted - self._taken >= self._max_queued:
+        submitted = self._submitted
+        if submitted - self._taken >= self._max_queued:
             raise LimitExceeded("max_queued_jobs", self._max_queued, "Server busy: too many jobs waiting",
                                 code=-32603)
         if lane is None:
             lane = self._shared
-        self._submitted += 1
+        self._submitted = submitted + 1
         lane.jobs.append(job)
-        tick = self._tick
-        if lane.tick != tick:
+        if lane.tick != (tick := self._tick):
             lane.tick = tick
             self._touched.append(lane)
             if not self._publishing:

@@ -65,7 +65,8 @@ class Router:
         # recently matched template URIs: clients re-read the same URIs, and a hit skips
         # the regex and the conversions.  Replaced (not cleared) whenever a template comes
         # or goes, so a match computed against the old table lands in the dropped dict
-        self._cache: dict[str, tuple[Handler, dict[str, Any], dict[str, Any]]] = {}
+        # uri -> its match (kept whole: handed out as it is to a handler that adds nothing to its values)
+        self._cache: dict[str, Match] = {}
 
     def add(self, handler: Handler) -> None:
         """Route to ``handler``; DuplicateResourceError if it clashes with a registered one."""
@@ -140,9 +141,12 @@ class Router:
         cache = self._cache
         hit = cache.get(uri)
         if hit is not None:
-            if hit[0] in self._listy:
-                return Match(hit[0], _copied(hit[1]), _copied(hit[2]))
-            return Match(hit[0], dict(hit[1]), hit[2])
+            handler = hit.handler
+            if handler in self._listy:
+                return Match(handler, _copied(hit.kwargs), _copied(hit.raw))
+            if handler.sig.context_param is None:  # nobody adds to the values: the cached match itself
+                return hit
+            return Match(handler, dict(hit.kwargs), hit.raw)
         for handler in self.candidates(uri):
             assert handler.template is not None
             raw = handler.template.match(uri)
@@ -158,9 +162,9 @@ class Router:
                 # the handler gets its own lists, so one that mutates its argument cannot
                 # change what the next request receives
                 if handler in self._listy:
-                    cache[uri] = (handler, _copied(kwargs), _copied(raw))
+                    cache[uri] = Match(handler, _copied(kwargs), _copied(raw))
                 else:
-                    cache[uri] = (handler, dict(kwargs), raw)
+                    cache[uri] = Match(handler, dict(kwargs), raw)
             return Match(handler, kwargs, raw)
         return None
 

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = ["Connection"]
 
 log = logging.getLogger("resourcekit")
+_NO_ID: Any = object()  # a message without an id: a notification
 
 
 class Connection:
@@ -157,35 +158,30 @@ class Connection:
     def _receive_one(self, msg: dict[str, Any], reply: Send) -> None:
         """The envelope checks, once, then the plan's step for the method."""
         method = msg.get("method")
-        if msg.get("jsonrpc") != "2.0" or type(method) is not str:
-            if method is None and ("result" in msg or "error" in msg) and "id" in msg:
-                return  # a response to a request we never send: nothing to do
-            rid = msg.get("id")
-            reply(error_response(rid if type(rid) is int or type(rid) is str else None, InvalidRequest(
-                "Invalid Request: expected jsonrpc '2.0' and a string method")))
+        rid = msg.get("id", _NO_ID)
+        if type(method) is not str or msg.get("jsonrpc") != "2.0":
+            self._not_a_request(msg, method, reply)
             return
         params = msg.get("params")
-        if "id" not in msg:
+        if rid is _NO_ID:
             if params is None or type(params) is dict:
                 self._notification(method, params or {})
             return  # a receiver never answers a notification, even a bad one
-        rid = msg["id"]
         if type(rid) is not int and type(rid) is not str:
             reply(error_response(None, InvalidRequest("Invalid Request: id must be a string or integer")))
             return
         traced = None
         if self.traced and telemetry.ON:  # a flag until a provider is configured (Server._probe)
             reply = traced = telemetry.Traced(self, rid, method, params, reply)
-        if params is None:
+        if type(params) is not dict:
+            if params is not None:
+                reply(error_response(rid, InvalidParams("Invalid params: expected an object")))
+                return
             params = {}
-        elif type(params) is not dict:
-            reply(error_response(rid, InvalidParams("Invalid params: expected an object")))
-            return
+        inflight = self.inflight
         request = None
-        modern = False
         try:
             if "_meta" in params and type(meta := params["_meta"]) is dict and META_PROTOCOL_VERSION in meta:
-                modern = True
                 plan, request = self._modern_request(rid, method, params, meta, reply)
             else:
                 plan = self.plan
@@ -196,26 +192,15 @@ class Connection:
             step = plan.get(method)
             if step is None:
                 raise MethodNotFound(f"Method not found: {method}", {"method": method})
-            if rid in self.inflight:
+            if rid in inflight:
                 raise InvalidRequest(f"Invalid Request: id {rid!r} is already in flight")
-            if len(self.inflight) >= self._max_inflight and method != "ping":
+            if len(inflight) >= self._max_inflight and method != "ping":
                 raise LimitExceeded("max_inflight", self._max_inflight,
                                     "Server busy: too many requests in flight on this connection", code=-32603)
-            self.inflight[rid] = request
+            inflight[rid] = request
             outcome = step(request)
-        except MCPError as exc:
-            if request is not None and self.inflight.get(rid) is request:
-                del self.inflight[rid]
-            if self.server.logged:
-                observers.refused(method, params, exc, request)
-            reply(error_response(rid, exc, STATELESS if modern else HANDSHAKE))
-            return
-        except Exception as exc:  # a bug of ours or the user's: log it, never leak it
-            if request is not None and self.inflight.get(rid) is request:
-                del self.inflight[rid]
-            log.exception("error handling %s", method)
-            telemetry.record(reply, exc)
-            reply(error_response(rid, exc))
+        except Exception as exc:
+            self._refused(rid, method, params, request, reply, exc)
             return
         if outcome is PENDING:
             return
@@ -225,6 +210,35 @@ class Connection:
             coro = _run(request, outcome)
             loop = self.server.loop
             request.task = loop.create_task(coro) if traced is None else traced.spawn(loop, coro)
+
+    def _not_a_request(self, msg: dict[str, Any], method: Any, reply: Send) -> None:
+        """A message without jsonrpc '2.0' or a string method: a response of the client's to a
+        request we never send is ignored, anything else refused."""
+        if method is None and ("result" in msg or "error" in msg) and "id" in msg:
+            return
+        rid = msg.get("id")
+        reply(error_response(rid if type(rid) is int or type(rid) is str else None, InvalidRequest(
+            "Invalid Request: expected jsonrpc '2.0' and a string method")))
+
+    def _refused(self, rid: Any, method: str, params: dict[str, Any], request: Request | None, reply: Send,
+                 exc: Exception) -> None:
+        """A request its step (or the envelope) refused: out of flight, answered with its error; an
+        error that is no ``MCPError`` is a bug of ours or the user's: logged, never leaked."""
+        if request is not None and self.inflight.get(rid) is request:
+            del self.inflight[rid]
+        if isinstance(exc, MCPError):
+            if self.server.logged:
+                observers.refused(method, params, exc, request)
+            if request is not None:
+                modern = request.modern
+            else:  # refused before it was made: a 2026-07-28 request says so in its _meta
+                meta = params.get("_meta")
+                modern = type(meta) is dict and META_PROTOCOL_VERSION in meta
+            reply(error_response(rid, exc, STATELESS if modern else HANDSHAKE))
+            return
+        log.exception("error handling %s", method)
+        telemetry.record(reply, exc)
+        reply(error_response(rid, exc))
 
     def _before_initialize(self, method: str) -> None:
         """A session request before ``initialize``: only ``initialize`` and ``ping`` may come."""
