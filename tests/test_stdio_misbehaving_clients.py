@@ -123,3 +123,25 @@ def test_a_client_that_closes_our_output_unread_and_then_its_input_lets_the_serv
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_server_started_by_hand_names_a_command_that_runs_in_this_shell() -> None:
+    """Started on a terminal with the venv not activated (its bin not on PATH), the hint names the
+    venv's interpreter (``python -m resourcekit dev``), not a ``resourcekit`` the shell cannot find."""
+    import os
+    import pty
+    import sys
+
+    main, other = pty.openpty()
+    environment = {**env(), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.Popen(command("run", str(APPS / "pipeline_app.py")), stdin=other, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=environment)
+    try:
+        os.close(other)
+        assert proc.stderr is not None
+        line = proc.stderr.readline().decode()
+        assert f"To try it by hand: {sys.executable} -m resourcekit dev" in line, line
+    finally:
+        proc.kill()
+        proc.wait()
+        os.close(main)

@@ -376,11 +376,22 @@ def run_stdio(app: Registry, target: str | None = None) -> None:
     if sys.stdin.isatty():  # started by hand: say why nothing happens, and what to try
         shown = target or (sys.argv[0] if sys.argv[0].endswith(".py") else "FILE")
         print(f"resourcekit: serving {app.name!r} over stdio: waiting for an MCP client on stdin "
-              f"(Ctrl-C to stop). To try it by hand: resourcekit dev {shown}", file=sys.stderr)
+              f"(Ctrl-C to stop). To try it by hand: {_command()} dev {shown}", file=sys.stderr)
     with contextlib.suppress(KeyboardInterrupt):
         # asyncio's own loop: uvloop would save a sixth of the CPU per read but cost 5 ms of
         # start-up and 2 MiB, which a server that a host starts per session pays every time
         asyncio.run(serve_stdio(app))
+
+
+def _command() -> str:
+    """How to run resourcekit from this shell: its script when on PATH (an activated venv), else this
+    interpreter with ``-m`` (a venv that is not activated)."""
+    import shutil
+
+    found = shutil.which("resourcekit")
+    if found is not None and os.path.dirname(found) == os.path.dirname(sys.executable):
+        return "resourcekit"
+    return f"{sys.executable} -m resourcekit"
 
 
 def configure_logging() -> None:
