@@ -117,7 +117,7 @@ class Connection:
 
     def feed_lines(self, lines: Iterable[bytes]) -> None:
         """``feed`` each line of a block of input that is not blank (``feed``, inlined)."""
-        loads, send = orjson.loads, self.send
+        loads, send, receive_one = orjson.loads, self.send, self._receive_one
         for line in lines:
             if line and (line[0] == 123 or not line.isspace()):  # "{" first: not blank
                 try:
@@ -126,7 +126,7 @@ class Connection:
                     send(error_response(None, ParseError(f"Parse error: {exc}")))
                     continue
                 if type(message) is dict and not self.held:
-                    self._receive_one(message, send)
+                    receive_one(message, send)
                 else:
                     self.receive(message)
 
