@@ -813,21 +813,8 @@ class _W5State:
         self.count = 0
 
 
-async def _w5_client(port: int, st: _W5State) -> None:
-    loop = asyncio.get_running_loop()
-    transport, conn = await loop.create_connection(lambda: _H1Conn(port, st), "127.0.0.1", port)
-    transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    if st.modern:  # stateless: the headers 2026-07-28 requires, no session
-        conn.prefix = conn.prefix.replace(PROTOCOL_VERSION.encode(), b"2026-07-28") + (
-            b"mcp-method: resources/read\r\nmcp-name: " + orjson.loads(st.uri).encode() + b"\r\n")
-        st.initialized += 1
-        if st.initialized == st.n:
-            st.all_initialized.set()
-        await st.go.wait()
-        await asyncio.sleep(max(0.0, st.window[0] - time.monotonic()))
-        await conn.run_reads(None)
-        transport.close()
-        return
+async def _w5_session(conn: _H1Conn) -> None:
+    """Initialize a 2025-11-25 session on ``conn``; its requests carry its id from then on."""
     init = orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": PROTOCOL_VERSION, "capabilities": {},
         "clientInfo": {"name": "resourcekit-bench", "version": "0"}}})
@@ -840,6 +827,17 @@ async def _w5_client(port: int, st: _W5State) -> None:
     status, _, body = await conn.post(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
     if status not in (200, 202, 204):
         raise ServerError(f"notifications/initialized -> {status} {body[:300]!r}")
+
+
+async def _w5_client(port: int, st: _W5State) -> None:
+    loop = asyncio.get_running_loop()
+    transport, conn = await loop.create_connection(lambda: _H1Conn(port, st), "127.0.0.1", port)
+    transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if st.modern:  # stateless: the headers 2026-07-28 requires, no session
+        conn.prefix = conn.prefix.replace(PROTOCOL_VERSION.encode(), b"2026-07-28") + (
+            b"mcp-method: resources/read\r\nmcp-name: " + orjson.loads(st.uri).encode() + b"\r\n")
+    else:
+        await _w5_session(conn)
     st.initialized += 1
     if st.initialized == st.n:
         st.all_initialized.set()
