@@ -9,6 +9,7 @@ import re
 import sys
 
 import pytest
+
 from tests.support.process import ROOT
 
 #: the public modules (resourcekit/__init__.py's docstring and docs/api.md say the same)
