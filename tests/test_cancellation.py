@@ -1,16 +1,19 @@
 """Cancellation (``notifications/cancelled``): a cancelled request says nothing and never runs,
-the rest of its batch is answered."""
+the rest of its batch is answered; over HTTP a cancelled read's POST ends without a response and
+an async handler sees its cancellation."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 
+import orjson
 import pytest
 
 from resourcekit import App
+from tests.support.asgi import ACCEPT, Call, in_flight, session, sid_of
 from tests.support.session import answered_in, connected
-from tests.support.wire import read_message
+from tests.support.wire import cancelled, read_message
 
 pytestmark = pytest.mark.anyio
 
@@ -51,3 +54,78 @@ async def test_a_batch_with_a_cancelled_member_is_answered() -> None:
         release.set()
     finally:
         server.close()
+
+
+# --- over HTTP: notifications/cancelled for a read whose POST is still waiting -------------------
+
+
+def gated_app(gate: threading.Event | None = None, async_gate: asyncio.Event | None = None,
+              ran: list[str] | None = None) -> App:
+    """``text://a``; ``slow://sync``, blocking until ``gate`` is set; ``slow://async``, awaiting
+    ``async_gate`` and noting in ``ran`` that it was cancelled."""
+    app = App("t")
+    app.resource("text://a")(lambda: "hello")
+
+    @app.resource("slow://sync")
+    def slow_sync() -> str:
+        assert gate is not None and gate.wait(10)
+        return "slow"
+
+    @app.resource("slow://async")
+    async def slow_async() -> str:
+        assert async_gate is not None and ran is not None
+        try:
+            await async_gate.wait()
+        except asyncio.CancelledError:
+            ran.append("cancelled")
+            raise
+        return "slow"
+
+    return app
+
+
+@pytest.mark.parametrize("accept", [ACCEPT[1], "application/json"])
+async def test_a_cancelled_read_over_http_says_nothing(served, accept: str) -> None:
+    """A read in flight, cancelled by the client's ``notifications/cancelled`` (202): its POST ends
+    without a response (an event stream with no event, or 202 to a JSON-only client), and the
+    session serves the next read."""
+    gate = threading.Event()
+    asgi = served(gated_app(gate))
+    headers = await session(asgi, ("accept", accept))
+    try:
+        slow = Call(asgi, body=read_message(1, "slow://sync"), headers=headers)
+        await in_flight(asgi, headers, 1)
+        cancel = await Call(asgi, body=orjson.loads(cancelled(1)), headers=headers).done()
+        assert cancel.status == 202
+        await slow.done()
+        if accept == ACCEPT[1]:
+            assert slow.status == 200 and slow.header(b"content-type") == b"text/event-stream"
+            assert b"data:" not in slow.body_bytes
+        else:
+            assert slow.status == 202 and slow.body_bytes == b""
+        gate.set()
+        again = await Call(asgi, body=read_message(2, "text://a"), headers=headers).done()
+        assert again.json()["result"]["contents"][0]["text"] == "hello"
+        assert not asgi.sessions[sid_of(headers)].conn.inflight
+    finally:
+        gate.set()
+
+
+async def test_cancelling_an_async_read_over_http_cancels_its_handler(served) -> None:
+    """An ``async def`` read cancelled over HTTP: its handler sees the cancellation, its JSON-only
+    POST ends with 202 and no body, its id leaves flight; a second such read, waiting when its
+    session is deleted, is cancelled too and its POST gets 404."""
+    gate, ran = asyncio.Event(), []
+    asgi = served(gated_app(async_gate=gate, ran=ran))
+    headers = await session(asgi)
+    slow = Call(asgi, body=read_message(1, "slow://async"), headers=[("accept", "application/json"), headers[1]])
+    await in_flight(asgi, headers, 1)
+    assert (await Call(asgi, body=orjson.loads(cancelled(1)), headers=headers).done()).status == 202
+    await slow.done()
+    assert slow.status == 202 and slow.body_bytes == b""
+    assert ran == ["cancelled"] and not asgi.sessions[sid_of(headers)].conn.inflight
+    again = Call(asgi, body=read_message(2, "slow://async"), headers=headers)
+    await in_flight(asgi, headers, 2)
+    assert (await Call(asgi, "DELETE", headers=headers).done()).status == 204
+    assert (await again.done()).status == 404
+    assert ran == ["cancelled", "cancelled"]

@@ -3,6 +3,7 @@ session, requests in flight, remembered instance versions; limits checked when m
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from resourcekit import App, Limits, MCPError
 from resourcekit.testing import Client
 from tests.support.apps import counter_app
+from tests.support.asgi import Call, in_flight, session
 from tests.support.session import answered_in, connected
 from tests.support.wire import read_message
 
@@ -109,3 +111,32 @@ async def test_concurrent_subscribes_stay_under_the_cap() -> None:
         assert len(accepted) == 5 == len(server.subscriptions.of(conn))
     finally:
         server.close()
+
+
+async def test_ids_in_flight_and_the_inflight_cap_hold_for_async_reads_over_http(served) -> None:
+    """Over HTTP, ``async def`` reads waiting in one session: a second request with an id in
+    flight is refused -32600 naming it, a read past ``max_inflight`` -32603 naming the limit, and
+    the waiting ones are answered once they can."""
+    gate = asyncio.Event()
+    app = App("t", limits=Limits(max_inflight=2))
+
+    @app.resource("slow://a")
+    async def slow() -> str:
+        await gate.wait()
+        return "slow"
+
+    app.resource("text://a")(lambda: "hello")
+    asgi = served(app)
+    headers = await session(asgi)
+    first = Call(asgi, body=read_message(1, "slow://a"), headers=headers)
+    await in_flight(asgi, headers, 1)
+    again = (await Call(asgi, body=read_message(1, "text://a"), headers=headers).done()).json()
+    assert again["error"]["code"] == -32600 and "in flight" in again["error"]["message"]
+    second = Call(asgi, body=read_message(2, "slow://a"), headers=headers)
+    await in_flight(asgi, headers, 2)
+    over = (await Call(asgi, body=read_message(3, "slow://a"), headers=headers).done()).json()
+    assert over["id"] == 3 and over["error"]["code"] == -32603
+    assert over["error"]["data"] == {"limit": "max_inflight", "max": 2}
+    gate.set()
+    for call in (first, second):
+        assert (await call.done()).json()["result"]["contents"][0]["text"] == "slow"
