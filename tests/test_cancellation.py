@@ -1,6 +1,6 @@
 """Cancellation (``notifications/cancelled``): a cancelled request says nothing and never runs,
-the rest of its batch is answered; over HTTP a cancelled read's POST ends without a response and
-an async handler sees its cancellation."""
+the rest of its batch is answered, for every session profile; over HTTP a cancelled read's POST
+ends without a response and an async handler sees its cancellation."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 
 from resourcekit import App
 from tests.support.asgi import ACCEPT, Call, in_flight, session, sid_of
-from tests.support.session import answered_in, connected
-from tests.support.wire import cancelled, read_message
+from tests.support.session import Session
+from tests.support.wire import cancelled, read, read_message
 
 pytestmark = pytest.mark.anyio
 
@@ -21,39 +21,42 @@ pytestmark = pytest.mark.anyio
 # --- findings 8 and 13: workers, in-flight requests, cancelled batch members ----------------------
 
 
-async def test_a_cancelled_queued_job_never_runs() -> None:
+async def test_a_cancelled_queued_job_never_runs(profile: str) -> None:
+    """A read queued behind the only worker, cancelled before it starts: its handler never runs
+    and it is never answered; the read ahead of it is."""
     app = App("t", max_workers=1)
     release = threading.Event()
     calls: list[str] = []
     app.resource("slow://x")(lambda: release.wait(5) and "done")
     app.resource("counted://x")(lambda: calls.append("ran") or "x")
-    server, conn, out = connected(app)
-    try:
-        conn.receive(read_message(1, "slow://x"))
-        conn.receive(read_message(2, "counted://x"))  # queued behind the only worker
-        conn.receive({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}})
-        release.set()
-        await answered_in(out, {1})
-        await asyncio.sleep(0.1)
-        assert calls == [] and all(m.get("id") != 2 for m in out)
-    finally:
-        server.close()
+    async with Session(app, profile) as (conn, wire):
+        try:
+            conn.feed(read(1, "slow://x"))
+            conn.feed(read(2, "counted://x"))  # queued behind the only worker
+            conn.feed(cancelled(2))
+            release.set()
+            assert set(await wire.answered({1})) == {1}
+            await asyncio.sleep(0.1)
+            assert calls == [] and 2 not in wire.by_id()
+        finally:
+            release.set()
 
 
-async def test_a_batch_with_a_cancelled_member_is_answered() -> None:
+async def test_a_batch_with_a_cancelled_member_is_answered(profile: str) -> None:
+    """A 2025-03-26 batch whose slow member is cancelled: the batch is answered at once with its
+    other members' replies alone."""
     app = App("t")
     release = threading.Event()
     app.resource("slow://x")(lambda: release.wait(5) and "done")
-    server, conn, out = connected(app, "2025-03-26")
-    try:
-        conn.receive([read_message(1, "slow://x"), {"jsonrpc": "2.0", "id": 2, "method": "ping"}])
-        conn.receive({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
-        got = await answered_in(out, {2}, 1.0)
-        assert got[2]["result"] == {}
-        assert [m for m in out if isinstance(m, list)] == [[got[2]]]
-        release.set()
-    finally:
-        server.close()
+    async with Session(app, profile, version="2025-03-26") as (conn, wire):
+        try:
+            conn.feed(orjson.dumps([read_message(1, "slow://x"), {"jsonrpc": "2.0", "id": 2, "method": "ping"}]))
+            conn.feed(cancelled(1))
+            got = await wire.answered({2}, 1.0)
+            assert got[2]["result"] == {}
+            assert [m for m in wire.messages if isinstance(m, list)] == [[got[2]]]
+        finally:
+            release.set()
 
 
 # --- over HTTP: notifications/cancelled for a read whose POST is still waiting -------------------
