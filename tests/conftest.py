@@ -14,6 +14,16 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.fixture(params=("plain", "logged", "traced", "scoped"))
+def profile(request: pytest.FixtureRequest) -> str:
+    """A session profile (``tests.support.session.PROFILES``): a protocol test taking it runs once
+    for each, on ``Session(app, profile)``."""
+    from tests.support.session import PROFILES
+
+    assert request.param in PROFILES
+    return str(request.param)
+
+
 @pytest.fixture
 def sdk() -> Iterator[Otel]:
     """The OpenTelemetry SDK of the test process, recording while the test runs (telemetry tests)."""

@@ -1,4 +1,6 @@
-"""The ASGI app in-process (httpx.ASGITransport): auth hook, CORS, host checks, lifespan, helpers."""
+"""The ASGI app in-process (httpx.ASGITransport, or driven as a server drives it): auth hook, CORS on
+every response to an allowed page, Host and Origin verdicts that follow the settings, lifespan,
+helpers."""
 
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ from resourcekit import App
 from resourcekit.http import ASGIApp, HTTPError
 from resourcekit.transports.http._gate import bare_host, is_loopback
 from resourcekit.transports.http._headers import accepts, decode_header
-from tests.support.wire import modern_meta
+from tests.support.asgi import ACCEPT, Call, session, sid_of
+from tests.support.wire import modern_meta, read_message, request
 
 pytestmark = pytest.mark.anyio
 
@@ -167,6 +170,80 @@ async def test_host_and_origin_verdicts_are_remembered_but_follow_the_settings(s
              "headers": [(k.encode(), v.encode()) for k, v in {**HEADERS, "host": "evil.example.com"}.items()]}
     await listed.asgi(scope, receive, send)
     assert sent[0]["status"] == 421
+
+
+PAGE = "https://app.example.com"
+
+
+async def test_headers_seen_before_still_get_every_refusal_and_cors(served):
+    """A session's plain reads with headers allowed before: other Content-Type, Accept, Host and
+    Origin values are still judged (415, 406, 421, 403); a page allowed later gets CORS headers on
+    its first read and on the next (its verdict kept); no longer allowed, it is refused again, and
+    a read without Origin never gets CORS headers."""
+    asgi = served().asgi
+    headers = await session(asgi)
+
+    async def read(rid: int, *extra: tuple[str, str]) -> Call:
+        return await Call(asgi, body=read_message(rid, "text://hi"), headers=[*headers, *extra]).done()
+
+    assert (await read(1)).status == 200
+    assert (await read(2, ("content-type", "text/plain"))).status == 415
+    assert (await read(3, ("accept", "text/html"))).status == 406
+    assert (await read(4, ("host", "evil.example.com"))).status == 421
+    assert (await read(5, ("origin", "https://evil.example.com"))).status == 403
+    asgi.allowed_origins = frozenset({PAGE})
+    for rid in (6, 7):  # judged, then as kept
+        allowed = await read(rid, ("origin", PAGE))
+        assert allowed.status == 200 and allowed.header(b"access-control-allow-origin") == PAGE.encode()
+        assert allowed.json()["result"]["contents"][0]["text"] == "hi"
+    asgi.allowed_origins = frozenset()
+    assert (await read(8, ("origin", PAGE))).status == 403
+    assert (await read(9)).header(b"access-control-allow-origin") is None
+
+
+async def test_a_verdict_judged_before_the_allowed_origins_changed_is_not_kept(served):
+    """A POST whose Origin was allowed, held in the auth hook while the allowed origins change: it
+    is served (it came before the change), but its verdict is not kept for the next POSTs from that
+    page, which are judged under the new setting (403, no CORS headers)."""
+    hold = asyncio.Event()
+
+    async def auth(headers: dict[str, str]) -> None:
+        if headers.get("x-hold"):
+            await hold.wait()
+
+    asgi = served(allowed_origins=[PAGE], auth=auth).asgi
+    headers = await session(asgi)
+    held = Call(asgi, body=read_message(1, "text://hi"), headers=[*headers, ("origin", PAGE), ("x-hold", "1")])
+    await asyncio.sleep(0.05)  # judged (allowed), waiting for the hook
+    assert not held.sent
+    asgi.allowed_origins = frozenset()  # the page is no longer allowed
+    hold.set()
+    assert (await held.done()).status == 200
+    refused = await Call(asgi, body=read_message(2, "text://hi"), headers=[*headers, ("origin", PAGE)]).done()
+    assert refused.status == 403 and refused.header(b"access-control-allow-origin") is None
+
+
+async def test_an_allowed_page_can_read_every_refusal(served):
+    """CORS headers on every response to an allowed origin, refusals included (a page whose session
+    expired must see the 404 to initialize again; without them it sees a network error); a foreign
+    page's refusal has none."""
+    asgi = served(allowed_origins=[PAGE]).asgi
+    headers = await session(asgi)
+    sid = sid_of(headers)
+    unknown = [ACCEPT, ("mcp-session-id", "no-such-session"), ("origin", PAGE)]
+    refusals = [
+        await Call(asgi, body=read_message(1, "text://hi"), headers=unknown).done(),  # 404
+        await Call(asgi, body=request(2, "resources/list"), headers=unknown).done(),  # 404
+        await Call(asgi, body=read_message(3, "text://hi"), headers=[*headers, ("origin", PAGE),
+                                                                     ("content-type", "text/plain")]).done(),  # 415
+        await Call(asgi, "DELETE", headers=unknown).done(),  # 404
+        await Call(asgi, "GET", headers=[("accept", "text/html"), ("mcp-session-id", sid), ("origin", PAGE)]).done(),
+    ]
+    assert [r.status for r in refusals] == [404, 404, 415, 404, 406]
+    assert all(r.header(b"access-control-allow-origin") == PAGE.encode() for r in refusals)
+    foreign = await Call(asgi, body=read_message(4, "text://hi"),
+                         headers=[*headers, ("origin", "https://evil.example.com")]).done()
+    assert foreign.status == 403 and foreign.header(b"access-control-allow-origin") is None
 
 
 async def test_post_bodies_in_pieces_and_refusals_in_order(served):

@@ -1,6 +1,7 @@
 """HTTP framing against hostile clients: header values with non-ASCII digits (finding 15 of the
 2026-11-23 review), header sections bounded in size and time, request bodies in time, pipelined and
-kept-alive requests (uvicorn's, in a real ``resourcekit run --transport http`` process)."""
+kept-alive requests (uvicorn's, in a real ``resourcekit run --transport http`` process); each
+response's Content-Length."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 
 from tests.support.asgi import INIT, Call, get_stream, make_app, session, sid_of
 from tests.support.http_server import http_server_process
-from tests.support.wire import modern_meta, request
+from tests.support.wire import modern_meta, read_message, request
 
 pytestmark = pytest.mark.anyio
 
@@ -80,6 +81,24 @@ async def test_non_ascii_digits_are_400_not_500(served, caplog, header: bytes) -
             call = await Call(asgi, body=request(1, "ping"), headers=headers, raw=[(header, b"\xb2")]).done()
     assert call.status == 400
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+# --- response bodies ---------------------------------------------------------------------------
+
+
+async def test_content_length_fits_each_body(served) -> None:
+    """Replies of every size, ids of every width, a short text again from what was remembered:
+    each JSON response's Content-Length is its own body's length."""
+    app = make_app()
+    app.template("item://{n}")(lambda n: f"item {n}")
+    asgi = served(app)
+    headers = await session(asgi)
+    for rid, uri in [(1, "counter://value"), (22, "item://1"), (333, "item://22"), (4444, "big://ten-k"),
+                     (5, "counter://value")]:
+        got = await Call(asgi, body=read_message(rid, uri), headers=headers).done()
+        assert got.status == 200 and got.header(b"content-type") == b"application/json"
+        assert int(got.header(b"content-length") or b"-1") == len(got.body_bytes)
+        assert got.json()["id"] == rid and "result" in got.json()
 
 
 # --- real processes: header sections (uvicorn's) and the CLI flags ------------------------------

@@ -1,18 +1,20 @@
 """HTTP sessions and their streams under hostile, broken and slow clients, ``ASGIApp`` driven
 in-process (findings 5, 7, 9 and L3 of the 2026-11-23 review): the session table, a session's
-principal, replay bounded in bytes and time, backpressure on GET and listen streams."""
+principal, replay bounded in bytes and time, backpressure on GET and listen streams; a read whose
+session ends or expires."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 
 import pytest
 
 from resourcekit import App, Limits
 from resourcekit.http import ASGIApp, HTTPError
-from tests.support.asgi import ACCEPT, INIT, Call, app_gate, get_stream, make_app, session, sid_of
-from tests.support.wire import modern_meta, request
+from tests.support.asgi import ACCEPT, INIT, Call, app_gate, get_stream, in_flight, make_app, session, sid_of
+from tests.support.wire import modern_meta, read_message, request
 
 pytestmark = pytest.mark.anyio
 
@@ -188,3 +190,46 @@ async def test_stalled_listen_stream_coalesces_then_closes(served, caplog) -> No
         await listen.done()
     assert not subscriptions._listens and asgi.open_streams == 0  # the listen ended with its stream
     assert any("listen stream was closed" in r.getMessage() for r in caplog.records)
+
+
+# --- a read and its session --------------------------------------------------------------------
+
+
+async def test_a_read_waiting_when_its_session_ends_gets_404(served) -> None:
+    """A read whose sync handler is still running when the client deletes its session: the POST
+    waiting for it is answered 404 (initialize again), not left open nor answered late."""
+    gate = threading.Event()
+    app = App("t")
+
+    @app.resource("slow://a")
+    def slow() -> str:
+        assert gate.wait(10)
+        return "slow"
+
+    asgi = served(app)
+    headers = await session(asgi)
+    try:
+        waiting = Call(asgi, body=read_message(1, "slow://a"), headers=headers)
+        await in_flight(asgi, headers, 1)
+        assert (await Call(asgi, "DELETE", headers=headers).done()).status == 204
+        assert (await waiting.done()).status == 404
+        assert waiting.json()["error"]["code"] == -32600
+    finally:
+        gate.set()
+
+
+async def test_a_plain_read_of_an_idle_or_unknown_session_is_refused(served) -> None:
+    """A read naming an unknown session id gets 404, one of a session idle past its timeout 404
+    (and the session is gone), one without a session id 400."""
+    asgi = served(make_app())
+    headers = await session(asgi)
+    counter = read_message(1, "counter://value")
+    assert (await Call(asgi, body=counter, headers=headers).done()).status == 200
+    unknown = await Call(asgi, body=counter, headers=[ACCEPT, ("mcp-session-id", "no-such-session")]).done()
+    assert unknown.status == 404 and unknown.json()["error"]["code"] == -32600
+    asgi.sessions[sid_of(headers)].last_seen -= asgi.sessions.limits.idle_timeout + 1
+    expired = await Call(asgi, body=counter, headers=headers).done()
+    assert expired.status == 404 and "expired" in expired.json()["error"]["message"]
+    assert sid_of(headers) not in asgi.sessions
+    without = await Call(asgi, body=counter, headers=[ACCEPT]).done()
+    assert without.status == 400 and "Mcp-Session-Id" in without.json()["error"]["message"]

@@ -1,58 +1,67 @@
 """The limits of ``Limits``, each with its outcome: URI length, subscriptions and listen URIs per
-session, requests in flight, remembered instance versions; limits checked when made."""
+session, requests in flight, remembered instance versions, each for every session profile; limits
+checked when made; over HTTP, ids in flight and the in-flight cap for async reads."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
+import orjson
 import pytest
 
-from resourcekit import App, Limits, MCPError
-from resourcekit.testing import Client
+from resourcekit import App, Limits
 from tests.support.apps import counter_app
-from tests.support.session import answered_in, connected
-from tests.support.wire import read_message
+from tests.support.asgi import Call, in_flight, session
+from tests.support.session import Session
+from tests.support.wire import modern_meta, read, read_message, request
 
 pytestmark = pytest.mark.anyio
+
+
+def line(rid: object, method: str, params: dict[str, object]) -> bytes:
+    return orjson.dumps(request(rid, method, params))
 
 
 # --- limits ------------------------------------------------------------------------------------
 
 
-async def test_uri_over_the_length_limit_is_refused_before_matching() -> None:
+async def test_uri_over_the_length_limit_is_refused_before_matching(profile: str) -> None:
     app, _ = counter_app(limits=Limits(max_uri_length=64))
-    async with Client(app) as client:
-        with pytest.raises(MCPError) as caught:
-            await client.read("item://" + "1" * 100)
-        assert caught.value.code == -32602
-        assert caught.value.data == {"limit": "max_uri_length", "max": 64}
-        assert await client.read_text("item://1") == "1:v1"
+    async with Session(app, profile) as (conn, wire):
+        conn.feed_lines([read(1, "item://" + "1" * 100), read(2, "item://1")])
+        got = await wire.answered({1, 2})
+        assert got[1]["error"]["code"] == -32602
+        assert got[1]["error"]["data"] == {"limit": "max_uri_length", "max": 64}
+        assert got[2]["result"]["contents"][0]["text"] == "1:v1"
 
 
-async def test_subscriptions_per_session_are_capped() -> None:
+async def test_subscriptions_per_session_are_capped(profile: str) -> None:
     app, _ = counter_app(limits=Limits(max_subscriptions=3))
-    async with Client(app) as client:
-        for n in range(3):
-            await client.subscribe(f"item://{n}")
-        await client.subscribe("item://0")  # already held: not a new one
-        with pytest.raises(MCPError) as caught:
-            await client.subscribe("item://9")
-        assert caught.value.code == -32602
-        assert caught.value.data == {"limit": "max_subscriptions", "max": 3}
-        await client.unsubscribe("item://0")
-        await client.subscribe("item://9")
+    async with Session(app, profile) as (conn, wire):
+        uris = ["item://0", "item://1", "item://2", "item://0"]  # the last already held: not a new one
+        for rid, uri in enumerate(uris):
+            conn.feed(line(rid, "resources/subscribe", {"uri": uri}))
+            assert (await wire.answered({rid}))[rid]["result"] == {}
+        conn.feed(line("over", "resources/subscribe", {"uri": "item://9"}))
+        refused = (await wire.answered({"over"}))["over"]["error"]
+        assert refused["code"] == -32602 and refused["data"] == {"limit": "max_subscriptions", "max": 3}
+        conn.feed(line("un", "resources/unsubscribe", {"uri": "item://0"}))
+        conn.feed(line("again", "resources/subscribe", {"uri": "item://9"}))
+        got = await wire.answered({"un", "again"})
+        assert got["un"]["result"] == {} and got["again"]["result"] == {}
 
 
-async def test_listen_uris_are_capped_and_checked() -> None:
+async def test_listen_uris_are_capped_and_checked(profile: str) -> None:
     app, _ = counter_app(limits=Limits(max_listen_uris=2))
-    async with Client(app, protocol_version="2026-07-28") as client:
-        params = {"notifications": {"resourceSubscriptions": ["item://1", "item://2", "item://3"]}}
-        with pytest.raises(MCPError) as caught:
-            await client.request("subscriptions/listen", params)
-        assert caught.value.data == {"limit": "max_listen_uris", "max": 2}
-        with pytest.raises(MCPError) as caught:
-            await client.request("subscriptions/listen", {"notifications": {"resourceSubscriptions": ["nope://x"]}})
-        assert caught.value.code == -32602 and caught.value.data == {"uri": "nope://x"}
+    async with Session(app, profile, version="2026-07-28") as (conn, wire):
+        conn.feed(line(1, "subscriptions/listen", {"_meta": modern_meta(), "notifications": {
+            "resourceSubscriptions": ["item://1", "item://2", "item://3"]}}))
+        assert (await wire.answered({1}))[1]["error"]["data"] == {"limit": "max_listen_uris", "max": 2}
+        conn.feed(line(2, "subscriptions/listen", {"_meta": modern_meta(), "notifications": {
+            "resourceSubscriptions": ["nope://x"]}}))
+        unknown = (await wire.answered({2}))[2]["error"]
+        assert unknown["code"] == -32602 and unknown["data"] == {"uri": "nope://x"}
 
 
 def test_limits_are_checked_when_made() -> None:
@@ -62,50 +71,79 @@ def test_limits_are_checked_when_made() -> None:
     assert App("t", limits=Limits(page_size=9)).page_size == 9
 
 
-async def test_instance_versions_stay_bounded() -> None:
+async def test_instance_versions_stay_bounded(profile: str) -> None:
     from resourcekit import tracking
 
     app, _ = counter_app()
-    async with Client(app) as client:
-        for n in range(tracking.MAX_INSTANCE_VERSIONS + 50):
-            await client.read(f"item://1?junk={n}")
+    count = tracking.MAX_INSTANCE_VERSIONS + 50
+    async with Session(app, profile) as (conn, wire):
+        for start in range(0, count, 256):  # under max_inflight at a time
+            ids = set(range(start, min(start + 256, count)))
+            conn.feed_lines([read(n, f"item://1?junk={n}") for n in sorted(ids)])
+            assert len(await wire.answered(ids)) == len(ids)
+            wire.messages.clear()
         assert 0 < len(app.tracker.instance_versions) <= tracking.MAX_INSTANCE_VERSIONS
 
 
 # --- findings 8 and 13: workers, in-flight requests, cancelled batch members ----------------------
 
 
-async def test_in_flight_requests_are_capped_but_ping_answers() -> None:
+async def test_in_flight_requests_are_capped_but_ping_answers(profile: str) -> None:
     app = App("t", limits=Limits(max_inflight=2))
     release = threading.Event()
     app.resource("slow://x")(lambda: release.wait(5) and "done")
-    server, conn, out = connected(app)
-    try:
-        for rid in (1, 2, 3):
-            conn.receive(read_message(rid, "slow://x"))
-        conn.receive({"jsonrpc": "2.0", "id": 4, "method": "ping"})
-        got = await answered_in(out, {3, 4}, 1.0)
-        assert got[3]["error"]["code"] == -32603
-        assert got[3]["error"]["data"] == {"limit": "max_inflight", "max": 2}
-        assert got[4]["result"] == {}
-        release.set()
-        assert set(await answered_in(out, {1, 2})) == {1, 2}
-    finally:
-        server.close()
+    async with Session(app, profile) as (conn, wire):
+        try:
+            conn.feed_lines([read(1, "slow://x"), read(2, "slow://x"), read(3, "slow://x"),
+                             line(4, "ping", {})])
+            got = await wire.answered({3, 4}, 1.0)
+            assert got[3]["error"]["code"] == -32603
+            assert got[3]["error"]["data"] == {"limit": "max_inflight", "max": 2}
+            assert got[4]["result"] == {}
+            release.set()
+            assert set(await wire.answered({1, 2})) == {1, 2}
+        finally:
+            release.set()
 
 
-# --- L8: a failing re-read does not flood the log -------------------------------------------------
-
-
-async def test_concurrent_subscribes_stay_under_the_cap() -> None:
+async def test_concurrent_subscribes_stay_under_the_cap(profile: str) -> None:
     app, _ = counter_app(limits=Limits(max_subscriptions=5))
-    server, conn, out = connected(app)
-    try:
-        for n in range(40):  # pipelined: each awaits its starting read before it is recorded
-            conn.receive({"jsonrpc": "2.0", "id": n + 1, "method": "resources/subscribe",
-                          "params": {"uri": f"item://{n}"}})
-        got = await answered_in(out, set(range(1, 41)))
+    served = Session(app, profile)
+    async with served as (conn, wire):
+        # pipelined: each awaits its starting read before it is recorded
+        conn.feed_lines([line(n + 1, "resources/subscribe", {"uri": f"item://{n}"}) for n in range(40)])
+        got = await wire.answered(set(range(1, 41)))
         accepted = [rid for rid, message in got.items() if "result" in message]
-        assert len(accepted) == 5 == len(server.subscriptions.of(conn))
-    finally:
-        server.close()
+        assert len(accepted) == 5 == len(served.server.subscriptions.of(conn))
+
+
+# --- over HTTP ---------------------------------------------------------------------------------
+
+
+async def test_ids_in_flight_and_the_inflight_cap_hold_for_async_reads_over_http(served) -> None:
+    """Over HTTP, ``async def`` reads waiting in one session: a second request with an id in
+    flight is refused -32600 naming it, a read past ``max_inflight`` -32603 naming the limit, and
+    the waiting ones are answered once they can."""
+    gate = asyncio.Event()
+    app = App("t", limits=Limits(max_inflight=2))
+
+    @app.resource("slow://a")
+    async def slow() -> str:
+        await gate.wait()
+        return "slow"
+
+    app.resource("text://a")(lambda: "hello")
+    asgi = served(app)
+    headers = await session(asgi)
+    first = Call(asgi, body=read_message(1, "slow://a"), headers=headers)
+    await in_flight(asgi, headers, 1)
+    again = (await Call(asgi, body=read_message(1, "text://a"), headers=headers).done()).json()
+    assert again["error"]["code"] == -32600 and "in flight" in again["error"]["message"]
+    second = Call(asgi, body=read_message(2, "slow://a"), headers=headers)
+    await in_flight(asgi, headers, 2)
+    over = (await Call(asgi, body=read_message(3, "slow://a"), headers=headers).done()).json()
+    assert over["id"] == 3 and over["error"]["code"] == -32603
+    assert over["error"]["data"] == {"limit": "max_inflight", "max": 2}
+    gate.set()
+    for call in (first, second):
+        assert (await call.done()).json()["result"]["contents"][0]["text"] == "slow"

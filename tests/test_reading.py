@@ -15,15 +15,10 @@ import pytest
 
 from resourcekit import App, Limits, ResourceNotFound
 from resourcekit.methods.reading import TAILS
-from tests.support.session import PROFILES, Session
+from tests.support.session import Session
 from tests.support.wire import cancelled, read
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(params=PROFILES)
-def profile(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 async def test_a_slow_read_holds_up_no_read_that_came_with_it(profile: str) -> None:

@@ -1,85 +1,101 @@
 """Subscriptions and change notifications: no update is lost between a read and a subscribe, one
-update per version, a failing re-read logs once, a listen stream ends with its result."""
+update per version, a failing re-read logs once, each for every session profile; an HTTP listen
+stream ends with its result."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
+import orjson
 import pytest
 
 from resourcekit import App, Limits
 from resourcekit.core import Server
-from resourcekit.testing import Client
 from tests.support.apps import counter_app
-from tests.support.session import answered_in, decoded
+from tests.support.session import Session, Wire, answered_in, decoded
+from tests.support.wire import modern_meta, request
 
 pytestmark = pytest.mark.anyio
 
 
-async def updates(client: Client, seconds: float = 0.3) -> list[str]:
+async def updates(wire: Wire, seconds: float = 0.3) -> list[str]:
+    """The URIs of the update notifications the session received (after ``seconds`` more), taken."""
     await asyncio.sleep(seconds)
-    out = []
-    while not client.notifications.empty():
-        note = client.notifications.get_nowait()
-        if note["method"] == "notifications/resources/updated":
-            out.append(note["params"]["uri"])
-    return out
+    taken = [m for m in list(wire.messages) if m.get("method") == "notifications/resources/updated"]
+    for message in taken:
+        wire.messages.remove(message)
+    return [m["params"]["uri"] for m in taken]
+
+
+async def call(conn: Any, wire: Wire, rid: Any, method: str, params: dict[str, Any]) -> Any:
+    """Send a request and return its reply."""
+    conn.feed(orjson.dumps(request(rid, method, params)))
+    return (await wire.answered({rid}))[rid]
+
+
+async def read_text(conn: Any, wire: Wire, rid: Any, uri: str) -> str:
+    return str((await call(conn, wire, rid, "resources/read", {"uri": uri}))["result"]["contents"][0]["text"])
 
 
 # --- finding 12: no lost update -------------------------------------------------------------
 
 
-async def test_read_subscribe_change_is_announced() -> None:
+async def test_read_subscribe_change_is_announced(profile: str) -> None:
     app, state = counter_app()
-    async with Client(app) as client:
-        assert await client.read_text("cfg://x") == "v1"
-        await client.subscribe("cfg://x")
+    async with Session(app, profile) as (conn, wire):
+        assert await read_text(conn, wire, 1, "cfg://x") == "v1"
+        assert (await call(conn, wire, 2, "resources/subscribe", {"uri": "cfg://x"}))["result"] == {}
         state["value"] = "v2"
         app.notify_changed("cfg://x")
-        assert await updates(client) == ["cfg://x"]
+        assert await updates(wire) == ["cfg://x"]
 
 
-async def test_change_between_read_and_subscribe_is_announced() -> None:
+async def test_change_between_read_and_subscribe_is_announced(profile: str) -> None:
     app, state = counter_app()
-    async with Client(app) as client:
-        assert await client.read_text("item://1") == "1:v1"
+    async with Session(app, profile) as (conn, wire):
+        assert await read_text(conn, wire, 1, "item://1") == "1:v1"
         state["value"] = "v2"  # nobody subscribed yet: nothing is told, nothing may be lost
         app.notify_changed("item://1")
-        await client.subscribe("item://1")
-        assert await updates(client) == ["item://1"]
-        assert await client.read_text("item://1") == "1:v2"
+        assert (await call(conn, wire, 2, "resources/subscribe", {"uri": "item://1"}))["result"] == {}
+        assert await updates(wire) == ["item://1"]
+        assert await read_text(conn, wire, 3, "item://1") == "1:v2"
 
 
-async def test_change_right_after_listen_acknowledgement_is_announced() -> None:
+async def test_change_right_after_listen_acknowledgement_is_announced(profile: str) -> None:
     app, state = counter_app()
-    async with Client(app, protocol_version="2026-07-28") as client:
-        client.listen(["cfg://x"])
-        ack = await client.next_notification()
-        assert ack["method"] == "notifications/subscriptions/acknowledged"
+    async with Session(app, profile, version="2026-07-28") as (conn, wire):
+        conn.feed(orjson.dumps(request("L", "subscriptions/listen", {
+            "_meta": modern_meta(), "notifications": {"resourceSubscriptions": ["cfg://x"]}})))
+        for _ in range(300):
+            if wire.messages:
+                break
+            await asyncio.sleep(0.01)
+        assert wire.messages[0]["method"] == "notifications/subscriptions/acknowledged"
         state["value"] = "v2"
         app.notify_changed("cfg://x")
-        assert await updates(client) == ["cfg://x"]
+        assert await updates(wire) == ["cfg://x"]
 
 
-async def test_one_update_per_version_for_every_subscriber() -> None:
+async def test_one_update_per_version_for_every_subscriber(profile: str) -> None:
     app, state = counter_app()
-    async with Client(app) as first, Client(app) as second:
-        await first.read("cfg://x")
-        await first.subscribe("cfg://x")
-        await second.subscribe("cfg://x")
+    async with Session(app, profile) as (first, first_wire), Session(app, profile) as (second, second_wire):
+        await read_text(first, first_wire, 1, "cfg://x")
+        await call(first, first_wire, 2, "resources/subscribe", {"uri": "cfg://x"})
+        await call(second, second_wire, 2, "resources/subscribe", {"uri": "cfg://x"})
         state["value"] = "v2"
         for _ in range(50):
             app.notify_changed("cfg://x")
-        assert await updates(first) == ["cfg://x"]
-        assert await updates(second, 0) == ["cfg://x"]
+        assert await updates(first_wire) == ["cfg://x"]
+        assert await updates(second_wire, 0) == ["cfg://x"]
         app.notify_changed("cfg://x")  # same version again: nobody hears twice
-        assert await updates(first) == [] and await updates(second, 0) == []
+        assert await updates(first_wire) == [] and await updates(second_wire, 0) == []
 
 
 # --- L8: a failing re-read does not flood the log -------------------------------------------------
 
 
-async def test_a_failing_poll_logs_once_not_every_interval(caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_failing_poll_logs_once_not_every_interval(profile: str, caplog: pytest.LogCaptureFixture) -> None:
     app = App("t")
     state = {"fail": False}
 
@@ -89,8 +105,8 @@ async def test_a_failing_poll_logs_once_not_every_interval(caplog: pytest.LogCap
         return "ok"
 
     app.resource("poll://x", poll=0.02)(flaky)
-    async with Client(app) as client:
-        await client.subscribe("poll://x")
+    async with Session(app, profile) as (conn, wire):
+        assert (await call(conn, wire, 1, "resources/subscribe", {"uri": "poll://x"}))["result"] == {}
         state["fail"] = True
         await asyncio.sleep(0.5)  # about 25 failing re-reads
     failures = [r for r in caplog.records if "re-reading poll://x" in r.getMessage()]

@@ -1,5 +1,6 @@
 """Head sampling of root request spans (``resourcekit.telemetry.sampling``): with the SDK's ratio sampler a
-dropped request makes no SDK span, and the decisions are the SDK's own, at the configured rate."""
+dropped request makes no SDK span, and the decisions are the SDK's own, at the configured rate; over
+stdio and HTTP, a sampled-out read still records its duration."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
+import orjson
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.sampling import (
@@ -20,7 +23,9 @@ from opentelemetry.sdk.trace.sampling import (
 from opentelemetry.trace import SpanKind
 
 from resourcekit.telemetry.sampling import ID_LIMIT, presampler
+from tests.support.http_server import ACCEPT, http_server_process, open_session
 from tests.support.process import APPS, RawServer
+from tests.support.wire import read_message
 
 APP = APPS / "traced_app.py"
 
@@ -147,3 +152,23 @@ def test_sampled_out_reads_still_record_their_durations(
     assert counts.get("resources/read", 0) >= 640, counts
     assert counts["resources/read/-32603"] == 5, counts
     assert not spans(tmp_path / "spans.jsonl")
+
+
+def test_sampled_out_http_reads_record_durations_and_sampled_ones_get_spans(tmp_path: Path) -> None:
+    """Over HTTP (a real ``resourcekit run --transport http``) with a 0.5 ratio sampler: about half
+    of 400 reads get a span, and every read records its duration, sampled or not, failures under
+    their error type."""
+    spans_file = tmp_path / "spans.jsonl"
+    extra = {"SPANS_FILE": str(spans_file), "SAMPLE_RATIO": "0.5", "METRICS": "1"}
+    with http_server_process(APP, extra_env=extra) as url, httpx.Client(timeout=10) as http:
+        headers = {"content-type": "application/json", "accept": ACCEPT, **open_session(url, "2025-11-25")}
+
+        def read(rid: int, uri: str) -> dict[str, Any]:
+            return dict(http.post(url, content=orjson.dumps(read_message(rid, uri)), headers=headers).json())
+
+        assert all("result" in read(rid, "note://a") for rid in range(1, 401))
+        assert all(read(rid, "note://boom")["error"]["code"] == -32603 for rid in range(500, 504))
+        counts = json.loads(read(600, "metrics://operations")["result"]["contents"][0]["text"])
+    reads = [s for s in spans(spans_file) if s["attributes"]["mcp.resource.uri"] == "note://a"]
+    assert 140 <= len(reads) <= 260, len(reads)  # binomial(400, 0.5): sd 10
+    assert counts.get("resources/read", 0) >= 400 and counts["resources/read/-32603"] == 4, counts

@@ -20,13 +20,17 @@ INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
 
 class Call:
     """One HTTP request to an in-process ASGIApp; ``stall_after`` writes, ``send`` blocks
-    (a socket whose buffer is full: uvicorn's send waits for it to drain)."""
+    (a socket whose buffer is full: uvicorn's send waits for it to drain).  A ``host`` or
+    ``content-type`` in ``headers`` replaces the one a client would send by default."""
 
     def __init__(self, asgi: ASGIApp, method: str = "POST", body: Any = None,
                  headers: Iterable[tuple[str, str]] = (), raw: Iterable[tuple[bytes, bytes]] = (),
                  stall_after: int | None = None) -> None:
-        hdrs = [(b"host", b"127.0.0.1:8000")] + [(k.encode(), v.encode()) for k, v in headers] + list(raw)
-        if body is not None:
+        hdrs = [(k.encode(), v.encode()) for k, v in headers] + list(raw)
+        names = {name.lower() for name, _ in hdrs}
+        if b"host" not in names:
+            hdrs.insert(0, (b"host", b"127.0.0.1:8000"))
+        if body is not None and b"content-type" not in names:
             hdrs.append((b"content-type", b"application/json"))
         self.scope = {"type": "http", "method": method, "path": "/mcp", "headers": hdrs,
                       "server": ("127.0.0.1", 8000)}
@@ -75,6 +79,9 @@ class Call:
     @property
     def body_bytes(self) -> bytes:
         return b"".join(m.get("body", b"") for m in self.sent if m["type"] == "http.response.body")
+
+    def json(self) -> Any:
+        return orjson.loads(self.body_bytes)
 
     @property
     def complete(self) -> bool:
@@ -132,3 +139,13 @@ def sid_of(headers: list[tuple[str, str]]) -> str:
 
 def get_stream(asgi: ASGIApp, headers: list[tuple[str, str]], **options: Any) -> Call:
     return Call(asgi, "GET", headers=[("accept", "text/event-stream"), *headers[1:]], **options)
+
+
+async def in_flight(asgi: ASGIApp, headers: list[tuple[str, str]], rid: Any, timeout: float = 5) -> None:
+    """Return once the request ``rid`` is in flight in the session of ``headers``."""
+    conn = asgi.sessions[sid_of(headers)].conn
+    for _ in range(int(timeout / 0.01)):
+        if rid in conn.inflight:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"request {rid} never went in flight")
