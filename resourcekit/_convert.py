@@ -9,6 +9,7 @@ input, which the router reads as "this template does not match".
 from __future__ import annotations
 
 import enum
+import functools
 import re
 import sys
 import threading
@@ -21,7 +22,15 @@ __all__ = ["Convertor", "convertor_for"]
 
 # ASCII digits only: int(), float(), Decimal() and the date and UUID parsers also read
 # other scripts' digits (Arabic-Indic one is 1), which would give one resource two URIs
-_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_NUMBER_SOURCE = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+
+
+@functools.cache
+def _number() -> re.Pattern[str]:
+    """A decimal number, compiled on first use (not at import: start-up need not pay for it)."""
+    return re.compile(_NUMBER_SOURCE)
+
+
 # Decimal("1e999999999") is finite, but int() or quantize() of it exhausts memory
 _DECIMAL_EXPONENT = 1000
 _DECIMAL_DIGITS = 400
@@ -71,7 +80,7 @@ def _parse_int(value: str) -> int:
 
 
 def _parse_float(value: str) -> float:
-    if not _NUMBER.fullmatch(value):
+    if not _number().fullmatch(value):
         raise ValueError(f"not a number: {value!r}")
     result = float(value)
     if result != result or result in (float("inf"), float("-inf")):
@@ -143,7 +152,7 @@ def _decimal_convertors() -> dict[Any, Convertor]:
     from decimal import Decimal
 
     def parse(value: str) -> Decimal:
-        if not _NUMBER.fullmatch(value):
+        if not _number().fullmatch(value):
             raise ValueError(f"not a decimal: {value!r}")
         result = Decimal(value)
         digits, exponent = len(result.as_tuple().digits), result.as_tuple().exponent

@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import base64
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import orjson
 
 from . import __version__
-from ._cliparser import Parser
 from ._loader import CLIError, apply_limits, find_app, load_app, split_target, use_resource_tools
 from .app import App
 from .errors import DefinitionError, MCPError
 from .explorer import DEFAULT_PORT
 from .transports import http
 from .transports.stdio import run_stdio
+
+if TYPE_CHECKING:
+    import argparse
+
+    from ._cliparser import Parser
 
 __all__ = ["find_app", "load_app", "main"]
 
@@ -141,7 +145,12 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
 
 def _parser(only: str | None = None) -> Parser:
     """The CLI's parser; with ``only``, the parser of that command alone: a server that a host starts
-    builds one command's arguments, not seven commands' (about 2.5 ms of its start-up)."""
+    builds one command's arguments, not seven commands' (about 2.5 ms of its start-up).
+
+    argparse (and gettext with it, about 3 ms) loads here, on the first parse: ``run FILE`` alone,
+    the line hosts spawn, needs no parser (``main``)."""
+    from ._cliparser import Parser
+
     parser = Parser(
         prog="resourcekit", description="Serve and inspect MCP resources written with resourcekit."
     )
@@ -158,7 +167,10 @@ def _parser(only: str | None = None) -> Parser:
 
 def main(argv: Sequence[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = _parser(argv[0] if argv and argv[0] in _COMMANDS else None).parse_args(argv)
+    if len(argv) == 2 and argv[0] == "run" and argv[1][:1] != "-":  # what hosts spawn: nothing to parse
+        args: Any = _bare_run(argv[1])
+    else:
+        args = _parser(argv[0] if argv and argv[0] in _COMMANDS else None).parse_args(argv)
     if getattr(args, "log_level", None):
         os.environ["RESOURCEKIT_LOG_LEVEL"] = args.log_level  # for this process and any it starts
     try:
@@ -188,6 +200,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     except BrokenPipeError:  # `resourcekit list ... | head`: the reader left, nothing more to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         raise SystemExit(1) from None
+
+
+def _bare_run(target: str) -> Any:
+    """What the parser makes of ``run TARGET``: every option at its default."""
+    options: dict[str, Any] = {flag[2:].replace("-", "_"): None
+                               for flag in (*HTTP_ONLY, *(flag for flag, _, _ in LIMIT_FLAGS))}
+    options.update(command="run", target=target, transport="stdio", log_level=None, reload=False, metrics=False,
+                   resource_tools=False)
+    return SimpleNamespace(**options)
 
 
 def _fail(message: str) -> NoReturn:

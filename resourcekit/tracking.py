@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from . import contents
+from . import contents, telemetry
 from ._runner import ThreadRunner
 from .contents import combined_version, to_contents
 from .context import AppView, Context
 from .declaration import iter_lister_page
 from .errors import ResourceNotFound
 from .limits import put_bounded
-from .telemetry import causes
+from .telemetry import spans
 
 if TYPE_CHECKING:
     from .declaration import Handler
@@ -183,8 +183,8 @@ class Tracker:
     # --- changes -----------------------------------------------------------------
 
     def notify_changed(self, uri: str) -> None:
-        if self.registry.telemetry:
-            causes.caused((uri,))  # the span current now, for the notification's link
+        if self.registry.telemetry and spans.active():
+            telemetry.causes.caused((uri,))  # the span current now, for the notification's link
         self._schedule(uri)
         if self.broker is not None:
             self.broker.dirty(uri)
@@ -197,7 +197,8 @@ class Tracker:
         """Another process found ``version`` of ``uri``: tell the subscribers here."""
         if uri not in self._watched:
             return
-        causes.reporting(uri)
+        if spans.ON:
+            telemetry.causes.reporting(uri)
         if version == GONE:
             self.forget(uri)
         else:
@@ -261,7 +262,8 @@ class Tracker:
                     self.forget(uri)
                 else:
                     self.observe(uri, version)
-                causes.reporting(uri)  # the causes of this change, for the notifications
+                if spans.ON:
+                    telemetry.causes.reporting(uri)  # the causes of this change, for the notifications
                 if uri in self._watched:
                     for reporter in list(self._reporters):
                         reporter.changed(uri, version)
@@ -332,8 +334,8 @@ class Tracker:
                     uris = await self.broker.leases(uris, max(3 * handler.poll, 2.0))
                 except Exception as exc:
                     log.warning("polling leases unavailable (%s): polling here meanwhile", exc)
-            if self.registry.telemetry:
-                causes.caused(uris, "poll")
+            if self.registry.telemetry and spans.active():
+                telemetry.causes.caused(uris, "poll")
             for uri in uris:
                 self._schedule(uri)
 
@@ -344,8 +346,8 @@ class Tracker:
 
     def notify_list_changed(self, force: bool = False) -> None:
         """Report list_changed, coalesced; unless ``force``, only if the list's version moved."""
-        if self.registry.telemetry:
-            causes.caused((causes.LIST,), "notify_list_changed")
+        if self.registry.telemetry and spans.active():
+            telemetry.causes.caused((telemetry.causes.LIST,), "notify_list_changed")
         self.schedule_list(force)
         if self.broker is not None:
             self.broker.list_dirty()

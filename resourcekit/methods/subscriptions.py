@@ -21,12 +21,12 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .. import telemetry
 from ..errors import InvalidParams, LimitExceeded, ResourceNotFound
 from ..extensions import RESOURCES_GET, wants
 from ..revisions import META_SUBSCRIPTION_ID
 from ..scopes import check_read
-from ..telemetry import causes
-from ..telemetry import spans as telemetry
+from ..telemetry import spans
 from ._base import PENDING, Method, check_uri, str_param
 from .wire import fresh_resource, seed_fields
 
@@ -221,10 +221,10 @@ class Subscriptions:
         targets = [sub for sub in told if sub.content_changed]
         if targets:
             self._content_changed(uri, targets)
-        if told and telemetry.active():  # spans linked to what caused the change
-            why = causes.current(uri)
-            causes.sent(UPDATED, uri, len(told), why)
-            causes.sent(CONTENT_CHANGED, uri, len(targets), why)
+        if told and spans.active():  # spans linked to what caused the change
+            why = telemetry.causes.current(uri)
+            telemetry.causes.sent(UPDATED, uri, len(told), why)
+            telemetry.causes.sent(CONTENT_CHANGED, uri, len(targets), why)
 
     def _content_changed(self, uri: str, targets: list[Subscriber]) -> None:
         """Seed 000: what the resource looks like now, right after ``updated``."""
@@ -248,8 +248,8 @@ class Subscriptions:
             if sub.list_changed:
                 sub.emit(dict(message))
                 told += 1
-        if told and telemetry.active():
-            causes.sent(LIST_CHANGED, None, told, causes.causes(causes.LIST))
+        if told and spans.active():
+            telemetry.causes.sent(LIST_CHANGED, None, told, telemetry.causes.causes(telemetry.causes.LIST))
 
 
 # --- the methods --------------------------------------------------------------------------------

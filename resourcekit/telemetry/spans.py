@@ -28,16 +28,17 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..errors import MCPError
 from ..revisions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION, MODERN_VERSIONS
-from .sampling import Dropped, presampler
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
     from opentelemetry.trace import Span
+
+    from .sampling import Dropped
 
 __all__ = ["ON", "Traced", "active", "probe", "session_ended", "stream_ended", "use_meter_provider"]
 
@@ -71,10 +72,16 @@ KNOWN_METHODS: set[str] = set()
 
 
 class _Instruments:
-    """The tracer and instruments, made once a provider is configured."""
+    """The tracer and instruments, made once a provider is configured: OpenTelemetry, and the head
+    sampling made for its SDK (``sampling``), load here, never before (the probe finds none)."""
 
     def __init__(self, meter_provider: MeterProvider | None) -> None:
         from opentelemetry import context, metrics, propagate, trace
+
+        from .sampling import Dropped, presampler
+
+        global _Dropped
+        _Dropped = Dropped
 
         self.trace = trace
         self.context = context
@@ -98,6 +105,8 @@ class _Instruments:
 
 
 on: _Instruments | None = None
+#: ``sampling.Dropped`` once the instruments are made (``sampling`` loads with them); no span before
+_Dropped: type[Dropped] = type("_NotYet", (), {})
 _meter_provider: MeterProvider | None = None
 #: a provider is configured: all the request path checks (``probe`` sets it)
 ON = False
@@ -216,7 +225,7 @@ class Traced:
                 if presample is not None and not context:  # a root span, sampled by the SDK's own rule
                     trace_id, kept = presample.draw()
                     if not kept:  # dropped: no SDK span at all
-                        self.span = Dropped(trace_id, presample.inner)
+                        self.span = _Dropped(trace_id, presample.inner)
                         return
                     presample.prime(trace_id)  # sampled: the SDK's span gets this trace id
             span = self.span = instruments.tracer.start_span(self.method, self.context,
@@ -238,7 +247,7 @@ class Traced:
         if type(message) is bytes:  # the request's successful response, encoded already
             span = self.span
             if span is not None:
-                if type(span) is Dropped and self.method != "initialize":
+                if type(span) is _Dropped and self.method != "initialize":
                     self.span = None  # the common answer of a sampled-out request: its duration only
                     self.on.operation.record(_now() - self.start, self.attrs)
                 else:
@@ -249,7 +258,7 @@ class Traced:
             span = self.span
             if span is not None:
                 if message.get("id", ...) == self.rid:
-                    if type(span) is Dropped and "error" not in message and self.method != "initialize":
+                    if type(span) is _Dropped and "error" not in message and self.method != "initialize":
                         self.span = None  # the common answer of a sampled-out request: its duration only
                         self.on.operation.record(_now() - self.start, self.attrs)
                     else:
@@ -266,7 +275,7 @@ class Traced:
         span = self.span
         if span is None:  # answered already
             return loop.create_task(coro)
-        if type(span) is Dropped:  # the handler's own spans need a parent: a non-recording one
+        if type(span) is _Dropped:  # the handler's own spans need a parent: a non-recording one
             span = span.made(self.on.trace)
         token = self.on.context.attach(self.on.trace.set_span_in_context(span, self.context))
         try:
@@ -291,13 +300,14 @@ class Traced:
         if type(error) is dict:
             code = str(error.get("code"))
             failed = {ERROR_TYPE: code, STATUS_CODE: code}
-            if not isinstance(span, Dropped) and span.is_recording():
-                span.set_attributes(failed)
+            if not isinstance(span, _Dropped) and span.is_recording():
+                recording = cast("Span", span)
+                recording.set_attributes(failed)
                 exc = self.exception
                 why = exc.message if isinstance(exc, MCPError) else str(error.get("message"))
-                span.set_status(self.on.trace.Status(self.on.trace.StatusCode.ERROR, why))
+                recording.set_status(self.on.trace.Status(self.on.trace.StatusCode.ERROR, why))
                 if exc is not None:
-                    span.record_exception(exc)
+                    recording.record_exception(exc)
         if PROTOCOL_VERSION not in self.attrs and self.conn.protocol_version is not None:  # initialize
             self.attrs = {**self.attrs, PROTOCOL_VERSION: self.conn.protocol_version}
             span.set_attribute(PROTOCOL_VERSION, self.conn.protocol_version)
