@@ -396,3 +396,12 @@ def test_python_app_py_without_run_exits_saying_how_to_serve(tmp_path: Path):
     path.write_text(textwrap.dedent(NOTES) + "raise LookupError('no database')\n")
     result = python(path)
     assert result.returncode == 1 and result.stderr.decode().splitlines()[-1] == "LookupError: no database"
+
+
+def test_run_file_alone_gets_exactly_what_the_parser_would_make_of_it() -> None:
+    """``resourcekit run FILE``, the line hosts spawn, builds no parser (start-up): what it gets must
+    stay what the parser makes of the same line, every option at its default, as flags come and go."""
+    from resourcekit import cli
+
+    parsed = vars(cli._parser("run").parse_args(["run", "app.py"]))
+    assert vars(cli._bare_run("app.py")) == parsed
