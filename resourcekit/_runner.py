@@ -1,12 +1,12 @@
 """Run sync jobs in worker threads, fairly between sessions, delivering results to the loop in batches.
 
-Every session has a ``Lane``: its jobs, in the order they came.  Workers take jobs round-robin
-over the lanes that have some (after each job its lane goes to the back of the ring), so one
-session's slow handlers never keep another session's fast read waiting behind them: the next
-worker that frees up serves the other lane.  A worker takes up to ``TAKE`` jobs of a lane at once
-(one lock for a block of pipelined reads) and runs them in order.  Jobs submitted during one loop iteration reach the
-workers together, once, at the end of the iteration (the *tick*): one lock and one wake-up for a
-whole block of pipelined requests.
+Every session has a ``Lane``: its jobs, in the order they came.  Workers take turns over the lanes
+that have jobs (a ring: a lane served goes to its back), taking up to ``TAKE`` jobs of a lane at
+once (one lock for a block of pipelined reads) and running them in order; a worker stuck in a slow
+one gives the others back (below), so one session's slow handlers never keep another session's
+fast read waiting longer than a worker takes to free up.  Jobs submitted during one loop iteration
+reach the workers together, once, at the end of the iteration (the *tick*): one lock and one
+wake-up for a whole block of pipelined requests.  Idle workers wait on a C queue for a token.
 
 A worker that leaves a lane (to serve another, or to wait for work) calls the lane's ``flush``:
 the replies it made for that session are written together (``core.outbox``), not one by one.
