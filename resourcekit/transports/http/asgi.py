@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._runner import ThreadRunner
 from ...core import Server
+from ...errors import LifespanFailed
 from ...logs import Repeats
 from ...revisions import MODERN_VERSIONS
 from ._gate import AuthHook, bare_host, check_host_and_origin, gate, preflight_headers, well_known, with_cors
@@ -70,9 +71,11 @@ class ASGIApp:
     ``GET /healthz`` answers 200 while serving; ``GET /readyz`` 503 until started, once
     closing, and while the configured Redis is unreachable.
 
-    Under a plain ASGI server the ``lifespan`` protocol starts and stops it. Mounted where
-    lifespan events are not forwarded (Starlette's ``Mount``), it starts on the first request;
-    use ``lifespan`` as the host app's lifespan to end sessions and streams cleanly.
+    Under a plain ASGI server the ``lifespan`` protocol starts and stops it, and enters and
+    exits the app's own lifespan (``App.lifespan``; each worker process its own). Mounted where
+    lifespan events are not forwarded (Starlette's ``Mount``), it starts on the first request
+    without the app's lifespan: use ``lifespan`` as the host app's lifespan (or enter it in
+    yours) to run the app's lifespan and to end sessions and streams cleanly.
     """
 
     def __init__(
@@ -116,6 +119,7 @@ class ASGIApp:
         self.closed = False
         self._server: Server | None = None
         self._reaper: asyncio.Task[None] | None = None
+        self._in_lifespan = False  # this endpoint entered the app's lifespan (to exit it once)
 
     # each limit lives with what it limits; read it here under the constructor's name
     session_idle_timeout = property(attrgetter("sessions.limits.idle_timeout"))
@@ -169,9 +173,14 @@ class ASGIApp:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 try:
+                    await self._enter_lifespan()
                     self.start()
+                except LifespanFailed as exc:  # the server logs the message: one line says it all
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
                 except Exception as exc:
                     log.exception("starting the MCP endpoint failed")
+                    await self._exit_lifespan()
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
                 await send({"type": "lifespan.startup.complete"})
@@ -179,17 +188,31 @@ class ASGIApp:
                 self.close()
                 if self.shared is not None:
                     await self.shared.broker.close()
+                await self._exit_lifespan()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
     @contextlib.asynccontextmanager
     async def lifespan(self, _host_app: object = None) -> AsyncIterator[None]:
-        """For a host app's lifespan: ``Starlette(..., lifespan=mcp.lifespan)``."""
-        self.start()
+        """For a host app's lifespan: ``Starlette(..., lifespan=mcp.lifespan)``; it also enters
+        and exits the app's own lifespan (``App.lifespan``)."""
+        await self._enter_lifespan()
         try:
+            self.start()
             yield
         finally:
             self.close()
+            await self._exit_lifespan()
+
+    async def _enter_lifespan(self) -> None:
+        if not self._in_lifespan:
+            await self.app._lifespan.enter()
+            self._in_lifespan = True
+
+    async def _exit_lifespan(self) -> None:
+        if self._in_lifespan:
+            self._in_lifespan = False
+            await self.app._lifespan.exit()
 
     def start(self) -> None:
         """Bind to the running event loop (called by lifespan, or by the first request)."""
@@ -201,6 +224,10 @@ class ASGIApp:
         if self._server is None:
             if self.closed:  # shut down: a request admitted before (its body came after) starts none again
                 self.check_open()  # 503
+            if self.app._lifespan.idle:
+                log.warning("the app's lifespan %s() is not running: this endpoint started on a request, "
+                            "without lifespan events; run it from the host app's lifespan (ASGIApp.lifespan, "
+                            "see docs/lifespan.md)", self.app._lifespan.name)
             self._server = Server(self.app, "tcp")
             limits = self.limits
             self._server.start(ThreadRunner(asyncio.get_running_loop(), limits.max_workers,
