@@ -14,7 +14,7 @@ import inspect
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from .errors import LifespanDefinitionError, LifespanFailed
+from .errors import DefinitionError, LifespanDefinitionError, LifespanFailed
 
 __all__ = ["Lifespan", "check_lifespan"]
 
@@ -93,15 +93,33 @@ def _count_yields(fn: Callable[..., Any]) -> int | None:
 class Lifespan:
     """One App's lifespan: its factory, the state it yielded, and how many servers entered it."""
 
-    __slots__ = ("_entered", "_ready", "_users", "app", "factory", "state")
+    __slots__ = ("_entered", "_ready", "_users", "app", "factory")
 
-    def __init__(self, app: Any, factory: Factory | None = None) -> None:
+    def __init__(self, app: Any, factory: Callable[..., Any] | None = None) -> None:
+        """``factory``: ``App(lifespan=...)``, an async context manager factory (or an async
+        generator function, as ``@app.lifespan`` takes)."""
+        if factory is not None and not callable(factory):
+            raise TypeError(f"lifespan must be an async context manager factory, not {factory!r}")
         self.app = app
-        self.factory = factory
-        self.state: Any = None
+        self.factory = check_lifespan(factory) if inspect.isasyncgenfunction(factory) else factory
         self._users = 0
         self._entered: contextlib.AbstractAsyncContextManager[Any] | None = None
         self._ready: asyncio.Future[None] | None = None
+
+    def declare(self, fn: Any) -> None:
+        """``@app.lifespan``: check ``fn`` and make it the lifespan."""
+        if self.factory is not None:
+            raise DefinitionError(f"App {self.app.name!r} already has a lifespan ({self.name}); "
+                                  f"{_name(fn)} would replace it")
+        self.factory = check_lifespan(fn)
+
+    @property
+    def state(self) -> Any:
+        return self.app.state
+
+    @state.setter
+    def state(self, value: Any) -> None:
+        self.app.state = value
 
     @property
     def idle(self) -> bool:

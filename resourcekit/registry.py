@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import os
 import threading
@@ -21,7 +20,7 @@ from .errors import (
     bad_resource_uri,
     decorator_without_uri,
 )
-from .lifespan import Factory, Lifespan, check_lifespan
+from .lifespan import Lifespan
 from .limits import DEFAULT_LIMITS, Limits
 from .pagination import SeqIndex
 from .router import Router
@@ -59,10 +58,8 @@ if TYPE_CHECKING:  # the keyword options, for type checkers only: importing typi
         poll: float | None
         scopes: Iterable[str] | None
 
-
     class ResourceOptions(_Options, total=False):
         size: int | None
-
 
     class TemplateOptions(_Options, total=False):
         lister: Callable[..., Any] | None
@@ -82,9 +79,9 @@ class Registry:
     three of them); ``ttl_ms`` and ``cache_scope`` are the caching hints of
     2026-07-28 results unless a resource says otherwise.  ``resource_tools`` also serves
     the resources as two read-only tools (``list_resources``, ``read_resource``).
-    ``lifespan``: an async context manager factory (called with the App if it takes a parameter)
-    entered by every serving process, like ``@app.lifespan``.
     """
+
+    state: Any = None  # what the app's lifespan yielded, while it runs (App.lifespan)
 
     def __init__(
         self,
@@ -104,7 +101,7 @@ class Registry:
         resource_tools: bool = False,
         scopes: Iterable[str] | None = None,
         telemetry: bool = True,
-        lifespan: Factory | None = None,
+        lifespan: Callable[..., Any] | None = None,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be at least 1")
@@ -130,42 +127,11 @@ class Registry:
         self._lock = threading.Lock()
         self._tracker: Tracker | None = None
         self.skills: SkillCatalog | None = None  # what add_skills mounted (SEP-2640)
-        # also serve list_resources and read_resource as tools, for hosts that only call tools
-        self.resource_tools = resource_tools
+        self.resource_tools = resource_tools  # list_resources, read_resource as tools too (for hosts of tools only)
         # what reading takes unless a declaration says otherwise; every scope declared (resourcekit.scopes)
         self.scopes = normalize_scopes(scopes, f"App {name!r}") or NO_SCOPES
         self.declared_scopes: set[str] = set(self.scopes)
-        if lifespan is not None and not callable(lifespan):
-            raise TypeError(f"lifespan must be an async context manager factory, not {lifespan!r}")
-        self._lifespan = Lifespan(self, check_lifespan(lifespan) if inspect.isasyncgenfunction(lifespan)
-                                  else lifespan)
-
-    # --- the lifespan --------------------------------------------------------------
-
-    def lifespan(self, fn: F) -> F:
-        """Declare the app's lifespan: an async generator function that sets up, yields the app
-        state once, and tears down (it may take the App as its one parameter).
-
-        Every serving process enters it before its first answer and exits it at shutdown; what it
-        yields is ``ctx.state`` in handlers and ``app.state`` everywhere while it runs.  Raises
-        ``LifespanDefinitionError`` unless ``fn`` is an async generator function with one ``yield``.
-        """
-        if self._lifespan.factory is not None:
-            raise DefinitionError(f"App {self.name!r} already has a lifespan ({self._lifespan.name}); "
-                                  f"{getattr(fn, '__qualname__', fn)} would replace it")
-        self._lifespan.factory = check_lifespan(fn)
-        return fn
-
-    @property
-    def state(self) -> Any:
-        """What the lifespan yielded, while it runs (None without a lifespan, or outside it)."""
-        return self._lifespan.state
-
-    def running(self) -> contextlib.AbstractAsyncContextManager[Any]:
-        """``async with app.running() as state:`` enters the lifespan (if it is not running yet in
-        this process) and exits it at the end; what a host app's lifespan does for an app mounted
-        where lifespan events are not forwarded.  Raises ``LifespanFailed`` when the lifespan raises."""
-        return self._lifespan.running()
+        self._lifespan = Lifespan(self, lifespan)  # sets self.state while it runs
 
     @property
     def page_size(self) -> int:
@@ -256,9 +222,7 @@ class Registry:
                 raise UnknownParameterError(uri_template, pname, sig.name, resource=False)
         for cname in options.get("complete") or {}:
             if cname not in names:
-                raise DefinitionError(
-                    f"completer for {cname!r}, but {uri_template!r} has no such variable"
-                )
+                raise DefinitionError(f"completer for {cname!r}, but {uri_template!r} has no such variable")
         return self._register(fn, uri_template, template, sig, **options)
 
     def _register(

@@ -257,7 +257,7 @@ async def serve_stdio(app: Registry, stdin: Any = None, stdout_fd: int | None = 
     anything is read; ``LifespanFailed`` when it raises)."""
     # stdout first: a print() in the lifespan must not reach the protocol stream either
     out_fd = stdout_fd if stdout_fd is not None else _take_stdout()
-    async with app.running():
+    async with app._lifespan.running():
         await _serve_stdio(app, stdin, out_fd)
 
 

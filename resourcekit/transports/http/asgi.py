@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..._runner import ThreadRunner
 from ...core import Server
-from ...errors import LifespanFailed
 from ...logs import Repeats
 from ...revisions import MODERN_VERSIONS
 from ._gate import AuthHook, bare_host, check_host_and_origin, gate, preflight_headers, well_known, with_cors
@@ -32,6 +31,7 @@ from ._headers import (
     accepts,
     respond,
 )
+from ._lifespan import lifespan_events
 from ._post import post, refuse
 from ._sessions import Session, SessionLimits, SessionTable
 from ._sse import ENDED, PRIMING_VERSION, Inbox, OpenStreams, resume, sse_headers, write
@@ -119,7 +119,6 @@ class ASGIApp:
         self.closed = False
         self._server: Server | None = None
         self._reaper: asyncio.Task[None] | None = None
-        self._in_lifespan = False  # this endpoint entered the app's lifespan (to exit it once)
 
     # each limit lives with what it limits; read it here under the constructor's name
     session_idle_timeout = property(attrgetter("sessions.limits.idle_timeout"))
@@ -164,55 +163,20 @@ class ASGIApp:
             except Exception as exc:
                 await refuse(scope, send, exc)
         elif kind == "lifespan":
-            await self._lifespan(receive, send)
+            await lifespan_events(self.app._lifespan, self.start, self._stop, receive, send)
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1003})
-
-    async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                try:
-                    await self._enter_lifespan()
-                    self.start()
-                except LifespanFailed as exc:  # the server logs the message: one line says it all
-                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
-                    return
-                except Exception as exc:
-                    log.exception("starting the MCP endpoint failed")
-                    await self._exit_lifespan()
-                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
-                    return
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                self.close()
-                if self.shared is not None:
-                    await self.shared.broker.close()
-                await self._exit_lifespan()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
 
     @contextlib.asynccontextmanager
     async def lifespan(self, _host_app: object = None) -> AsyncIterator[None]:
         """For a host app's lifespan: ``Starlette(..., lifespan=mcp.lifespan)``; it also enters
         and exits the app's own lifespan (``App.lifespan``)."""
-        await self._enter_lifespan()
-        try:
+        async with self.app._lifespan.running():
             self.start()
-            yield
-        finally:
-            self.close()
-            await self._exit_lifespan()
-
-    async def _enter_lifespan(self) -> None:
-        if not self._in_lifespan:
-            await self.app._lifespan.enter()
-            self._in_lifespan = True
-
-    async def _exit_lifespan(self) -> None:
-        if self._in_lifespan:
-            self._in_lifespan = False
-            await self.app._lifespan.exit()
+            try:
+                yield
+            finally:
+                self.close()
 
     def start(self) -> None:
         """Bind to the running event loop (called by lifespan, or by the first request)."""
@@ -251,6 +215,11 @@ class ASGIApp:
         if self._server is not None:
             self._server.close()
             self._server = None
+
+    async def _stop(self) -> None:
+        self.close()
+        if self.shared is not None:
+            await self.shared.broker.close()
 
     def close_soon(self) -> None:
         """``close`` from any thread or a signal handler."""
