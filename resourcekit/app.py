@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -27,11 +28,31 @@ class App(Registry):
 
     ``page_size`` bounds every list page; ``max_message_size`` bounds one
     incoming message in bytes; ``ttl_ms`` and ``cache_scope`` are the caching
-    hints of 2026-07-28 results unless a resource says otherwise.
+    hints of 2026-07-28 results unless a resource says otherwise.  ``lifespan``: an async context
+    manager factory (called with the App if it takes a parameter), entered as ``@app.lifespan`` is.
     """
 
     _asgi: ASGIApp | None = None
     _served = False  # run() called or asgi taken: what _hint_if_nothing_served looks for
+
+    # --- the lifespan ------------------------------------------------------------
+
+    def lifespan(self, fn: F) -> F:
+        """Declare the app's lifespan: an async generator function that sets up, yields the app
+        state once, and tears down (it may take the App as its one parameter).
+
+        Every serving process enters it before its first answer and exits it at shutdown; what it
+        yields is ``ctx.state`` in handlers, and ``app.state`` while it runs.  Raises
+        ``LifespanDefinitionError`` unless ``fn`` is an async generator function with one ``yield``.
+        """
+        self._lifespan.declare(fn)
+        return fn
+
+    def running(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """``async with app.running() as state:`` enters the lifespan (unless it already runs in this
+        process) and exits it at the end: what a host's lifespan does for an app mounted where
+        lifespan events are not forwarded.  Raises ``LifespanFailed`` when the lifespan raises."""
+        return self._lifespan.running()
 
     # --- serving ---------------------------------------------------------------
 

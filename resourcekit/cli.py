@@ -15,7 +15,7 @@ import orjson
 from . import __version__
 from ._loader import CLIError, apply_limits, find_app, load_app, split_target, use_resource_tools
 from .app import App
-from .errors import DefinitionError, MCPError
+from .errors import DefinitionError, LifespanFailed, MCPError
 from .explorer import DEFAULT_PORT
 from .transports import http
 from .transports.stdio import run_stdio
@@ -195,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             asyncio.run(_list(load_app(args.target), args.json))
         else:
             asyncio.run(_read(load_app(args.target), args.uri, args.json))
-    except CLIError as exc:
+    except (CLIError, LifespanFailed) as exc:
         _fail(str(exc))
     except BrokenPipeError:  # `resourcekit list ... | head`: the reader left, nothing more to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit

@@ -20,6 +20,9 @@ class AppView(Protocol):
     @property
     def version(self) -> str: ...
 
+    @property
+    def state(self) -> Any: ...
+
     def notify_changed(self, uri: str) -> None: ...
 
     def notify_list_changed(self) -> None: ...
@@ -32,7 +35,8 @@ class Context:
     ``protocol_version`` the revision the client speaks, ``meta`` the request's
     ``_meta``, ``principal`` who asked (a ``resourcekit.Principal`` over HTTP with
     OAuth: ``subject``, ``client_id``, ``scopes``, ``claims``; None when nobody
-    authenticated, as over stdio).  ``log()`` sends a ``notifications/message`` to the client when it
+    authenticated, as over stdio), ``state`` what the app's lifespan yielded (None without
+    one; see ``App.lifespan``).  ``log()`` sends a ``notifications/message`` to the client when it
     asked for messages at that level.
 
     A handler declares it by annotation, ``ctx: Context`` or ``ctx: Context | None = None``; resourcekit
@@ -65,6 +69,11 @@ class Context:
         self._log_level = log_level
         self._emit = emit
         self.principal = principal
+
+    @property
+    def state(self) -> Any:
+        """What the app's lifespan yielded (a database pool, a client ...); None without a lifespan."""
+        return self.app.state
 
     def log(self, level: str, data: Any, *, logger: str | None = None) -> bool:
         """Send a log message to the client; True if it was sent.

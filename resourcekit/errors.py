@@ -18,6 +18,8 @@ __all__ = [
     "InternalError",
     "InvalidParams",
     "InvalidRequest",
+    "LifespanDefinitionError",
+    "LifespanFailed",
     "MCPError",
     "MethodNotFound",
     "MissingParameterError",
@@ -147,6 +149,25 @@ class UnsupportedReturnType(DefinitionError):
         shown = annotation.__qualname__ if type(annotation) is type else repr(annotation)
         super().__init__(f"{function}() is annotated to return {shown}, which cannot be served: return str, bytes, "
                          "JSON data (a dict, a list, a dataclass), a Path, Text or Blob")
+
+
+class LifespanDefinitionError(DefinitionError, TypeError):
+    """An ``@app.lifespan`` function is not an async generator function that yields once
+    (``function``: its name; ``reason``: what is wrong)."""
+
+    def __init__(self, function: str, reason: str) -> None:
+        self.function, self.reason = function, reason
+        super().__init__(f"lifespan {function}() {reason}")
+
+
+class LifespanFailed(ResourceKitError):
+    """The app's lifespan raised while starting: nothing is served.  ``function`` names it,
+    ``error`` is what it raised (also the ``__cause__``)."""
+
+    def __init__(self, function: str, error: BaseException) -> None:
+        self.function, self.error = function, error
+        detail = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        super().__init__(f"the lifespan {function}() failed at start-up: {detail}")
 
 
 class DuplicateResourceError(DefinitionError):

@@ -20,6 +20,7 @@ from .errors import (
     bad_resource_uri,
     decorator_without_uri,
 )
+from .lifespan import Lifespan
 from .limits import DEFAULT_LIMITS, Limits
 from .pagination import SeqIndex
 from .router import Router
@@ -57,10 +58,8 @@ if TYPE_CHECKING:  # the keyword options, for type checkers only: importing typi
         poll: float | None
         scopes: Iterable[str] | None
 
-
     class ResourceOptions(_Options, total=False):
         size: int | None
-
 
     class TemplateOptions(_Options, total=False):
         lister: Callable[..., Any] | None
@@ -82,6 +81,8 @@ class Registry:
     the resources as two read-only tools (``list_resources``, ``read_resource``).
     """
 
+    state: Any = None  # what the app's lifespan yielded, while it runs (App.lifespan)
+
     def __init__(
         self,
         name: str,
@@ -100,6 +101,7 @@ class Registry:
         resource_tools: bool = False,
         scopes: Iterable[str] | None = None,
         telemetry: bool = True,
+        lifespan: Callable[..., Any] | None = None,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be at least 1")
@@ -125,11 +127,11 @@ class Registry:
         self._lock = threading.Lock()
         self._tracker: Tracker | None = None
         self.skills: SkillCatalog | None = None  # what add_skills mounted (SEP-2640)
-        # also serve list_resources and read_resource as tools, for hosts that only call tools
-        self.resource_tools = resource_tools
+        self.resource_tools = resource_tools  # list_resources, read_resource as tools too (for hosts of tools only)
         # what reading takes unless a declaration says otherwise; every scope declared (resourcekit.scopes)
         self.scopes = normalize_scopes(scopes, f"App {name!r}") or NO_SCOPES
         self.declared_scopes: set[str] = set(self.scopes)
+        self._lifespan = Lifespan(self, lifespan)  # sets self.state while it runs
 
     @property
     def page_size(self) -> int:
@@ -220,9 +222,7 @@ class Registry:
                 raise UnknownParameterError(uri_template, pname, sig.name, resource=False)
         for cname in options.get("complete") or {}:
             if cname not in names:
-                raise DefinitionError(
-                    f"completer for {cname!r}, but {uri_template!r} has no such variable"
-                )
+                raise DefinitionError(f"completer for {cname!r}, but {uri_template!r} has no such variable")
         return self._register(fn, uri_template, template, sig, **options)
 
     def _register(

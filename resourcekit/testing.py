@@ -5,7 +5,9 @@
 
 It speaks the real protocol (every message goes through JSON) without a
 subprocess, so tests stay fast.  Pass ``protocol_version="2026-07-28"`` to talk
-the stateless revision instead of the handshake.  Pass ``principal=Principal("alice",
+the stateless revision instead of the handshake.  The app's lifespan runs from ``async with``
+to its end (shared with any server already running it in this process), so handlers see
+``ctx.state``.  Pass ``principal=Principal("alice",
 scopes=["notes:read"])`` to be that caller: resources whose scopes it lacks answer
 ``InsufficientScope`` and are left out of lists, as over HTTP with OAuth.
 """
@@ -49,8 +51,11 @@ class Client:
         self.notifications: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.initialize_result: dict[str, Any] | None = None
         self._transport: MemoryTransport | None = None
+        self._lifespan_entered = False
 
     async def __aenter__(self) -> Client:
+        await self.app._lifespan.enter()  # LifespanFailed when it raises
+        self._lifespan_entered = True
         self._transport = MemoryTransport(self.app, self.notifications.put_nowait)
         self._transport.conn.principal = self.principal  # scopes checked as over HTTP with auth
         if not self.modern:
@@ -68,6 +73,9 @@ class Client:
         if self._transport is not None:
             self._transport.close()
             self._transport = None
+        if self._lifespan_entered:
+            self._lifespan_entered = False
+            await self.app._lifespan.exit()
 
     # --- raw ---------------------------------------------------------------------
 

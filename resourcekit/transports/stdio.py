@@ -24,7 +24,7 @@ if sys.platform == "linux":
 from .._runner import ThreadRunner
 from ..core import Connection, Server, error_response
 from ..core.outbox import Outbox
-from ..errors import LimitExceeded
+from ..errors import LifespanFailed, LimitExceeded
 
 if TYPE_CHECKING:
     from ..registry import Registry
@@ -253,12 +253,19 @@ class _Reader(asyncio.Protocol):
 
 
 async def serve_stdio(app: Registry, stdin: Any = None, stdout_fd: int | None = None) -> None:
-    """Serve ``app`` on stdin/stdout until EOF or SIGTERM."""
+    """Serve ``app`` on stdin/stdout until EOF or SIGTERM, inside its lifespan (entered before
+    anything is read; ``LifespanFailed`` when it raises)."""
+    # stdout first: a print() in the lifespan must not reach the protocol stream either
+    out_fd = stdout_fd if stdout_fd is not None else _take_stdout()
+    async with app._lifespan.running():
+        await _serve_stdio(app, stdin, out_fd)
+
+
+async def _serve_stdio(app: Registry, stdin: Any, out_fd: int) -> None:
     loop = asyncio.get_running_loop()
     limits = app.limits
     server = Server(app, "pipe")
     server.start(ThreadRunner(loop, limits.max_workers, limits.max_queued_jobs))
-    out_fd = stdout_fd if stdout_fd is not None else _take_stdout()
     flow = _Flow()
     write_transport: Any
     if stat.S_ISREG(os.fstat(out_fd).st_mode):  # output redirected to a file: plain blocking writes
@@ -377,10 +384,14 @@ def run_stdio(app: Registry, target: str | None = None) -> None:
         shown = target or (sys.argv[0] if sys.argv[0].endswith(".py") else "FILE")
         print(f"resourcekit: serving {app.name!r} over stdio: waiting for an MCP client on stdin "
               f"(Ctrl-C to stop). To try it by hand: {_command()} dev {shown}", file=sys.stderr)
-    with contextlib.suppress(KeyboardInterrupt):
+    try:
         # asyncio's own loop: uvloop would save a sixth of the CPU per read but cost 5 ms of
         # start-up and 2 MiB, which a server that a host starts per session pays every time
         asyncio.run(serve_stdio(app))
+    except KeyboardInterrupt:
+        pass
+    except LifespanFailed as exc:  # its message says it all: one line, not a traceback
+        raise SystemExit(f"resourcekit: error: {exc}") from None
 
 
 def _command() -> str:

@@ -31,6 +31,7 @@ from ._headers import (
     accepts,
     respond,
 )
+from ._lifespan import lifespan_events
 from ._post import post, refuse
 from ._sessions import Session, SessionLimits, SessionTable
 from ._sse import ENDED, PRIMING_VERSION, Inbox, OpenStreams, resume, sse_headers, write
@@ -70,9 +71,11 @@ class ASGIApp:
     ``GET /healthz`` answers 200 while serving; ``GET /readyz`` 503 until started, once
     closing, and while the configured Redis is unreachable.
 
-    Under a plain ASGI server the ``lifespan`` protocol starts and stops it. Mounted where
-    lifespan events are not forwarded (Starlette's ``Mount``), it starts on the first request;
-    use ``lifespan`` as the host app's lifespan to end sessions and streams cleanly.
+    Under a plain ASGI server the ``lifespan`` protocol starts and stops it, and enters and
+    exits the app's own lifespan (``App.lifespan``; each worker process its own). Mounted where
+    lifespan events are not forwarded (Starlette's ``Mount``), it starts on the first request
+    without the app's lifespan: use ``lifespan`` as the host app's lifespan (or enter it in
+    yours) to run the app's lifespan and to end sessions and streams cleanly.
     """
 
     def __init__(
@@ -160,36 +163,20 @@ class ASGIApp:
             except Exception as exc:
                 await refuse(scope, send, exc)
         elif kind == "lifespan":
-            await self._lifespan(receive, send)
+            await lifespan_events(self.app._lifespan, self.start, self._stop, receive, send)
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1003})
 
-    async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                try:
-                    self.start()
-                except Exception as exc:
-                    log.exception("starting the MCP endpoint failed")
-                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
-                    return
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                self.close()
-                if self.shared is not None:
-                    await self.shared.broker.close()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
-
     @contextlib.asynccontextmanager
     async def lifespan(self, _host_app: object = None) -> AsyncIterator[None]:
-        """For a host app's lifespan: ``Starlette(..., lifespan=mcp.lifespan)``."""
-        self.start()
-        try:
-            yield
-        finally:
-            self.close()
+        """For a host app's lifespan: ``Starlette(..., lifespan=mcp.lifespan)``; it also enters
+        and exits the app's own lifespan (``App.lifespan``)."""
+        async with self.app._lifespan.running():
+            self.start()
+            try:
+                yield
+            finally:
+                self.close()
 
     def start(self) -> None:
         """Bind to the running event loop (called by lifespan, or by the first request)."""
@@ -201,6 +188,10 @@ class ASGIApp:
         if self._server is None:
             if self.closed:  # shut down: a request admitted before (its body came after) starts none again
                 self.check_open()  # 503
+            if self.app._lifespan.idle:
+                log.warning("the app's lifespan %s() is not running: this endpoint started on a request, "
+                            "without lifespan events; run it from the host app's lifespan (ASGIApp.lifespan, "
+                            "see docs/lifespan.md)", self.app._lifespan.name)
             self._server = Server(self.app, "tcp")
             limits = self.limits
             self._server.start(ThreadRunner(asyncio.get_running_loop(), limits.max_workers,
@@ -224,6 +215,11 @@ class ASGIApp:
         if self._server is not None:
             self._server.close()
             self._server = None
+
+    async def _stop(self) -> None:
+        self.close()
+        if self.shared is not None:
+            await self.shared.broker.close()
 
     def close_soon(self) -> None:
         """``close`` from any thread or a signal handler."""

@@ -115,7 +115,7 @@ def run_http(app: Registry | None, *, host: str = "127.0.0.1", port: int = 8000,
                             access_log=access_log)
     print(f"resourcekit: serving {app.name!r} at http://{shown}:{port}{asgi.path}", file=sys.stderr)
     with contextlib.suppress(KeyboardInterrupt):
-        _Server(config).run()
+        _Server(config).run()  # a failed start-up (the lifespan raised) exits with status 3
 
 
 def check_port(host: str, port: int) -> None:
