@@ -115,7 +115,10 @@ def test_a_polled_resource_is_announced_once(workers: list[str], data: Path) -> 
     assert post(workers[0], request(1, "resources/subscribe", {"uri": "poll://value"}), headers).status_code == 200
     stream = EventReader("GET", workers[2], headers)
     time.sleep(1.0)  # every worker hears of the subscription and competes for the lease
-    (data / "polled").write_text("two")
+    # a whole new content at once: written in place, a poll between the truncation and the write
+    # would see an empty file, a real change of its own, and a second announcement would be right
+    (data / "polled.new").write_text("two")
+    (data / "polled.new").replace(data / "polled")
     update = stream.next()
     assert update["params"] == {"uri": "poll://value"}
     assert stream.quiet(1.5)
