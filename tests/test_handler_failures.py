@@ -7,6 +7,7 @@ in-process for every session profile: ``test_reading``."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
@@ -60,3 +61,28 @@ def test_over_http_the_post_is_answered_at_once(tmp_path: Path) -> None:
     for kind in ("sync", "async"):
         for what in RAISED:
             assert f"resources/read {kind}://{what} (handler {HANDLERS[kind]}) failed" in logged
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("raised", [asyncio.CancelledError, KeyboardInterrupt, SystemExit])
+async def test_a_lister_or_a_completer_raising_a_base_exception_is_answered(
+        raised: type[BaseException], caplog: pytest.LogCaptureFixture) -> None:
+    """A lister's or a completer's own cancellation, SystemExit or KeyboardInterrupt is a failure of
+    its request: -32603, logged, and the session serves on."""
+    from resourcekit import App, MCPError
+    from resourcekit.testing import Client
+
+    def boom(*_: object) -> list[str]:
+        raise raised()
+
+    app = App("t")
+    app.template("item://{n}", lister=boom, complete={"n": boom})(lambda n: f"item {n}")
+    app.resource("fine://x")(lambda: "fine")
+    async with Client(app) as client:
+        with pytest.raises(MCPError) as listed:
+            await client.list_resources()
+        with pytest.raises(MCPError) as completed:
+            await client.complete("item://{n}", "n", "1")
+        assert listed.value.code == completed.value.code == -32603
+        assert await client.read_text("fine://x") == "fine"
+    assert "resources/list" in caplog.text and "completion/complete" in caplog.text
