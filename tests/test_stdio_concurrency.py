@@ -11,8 +11,16 @@ from typing import Any
 
 import pytest
 
-from tests.support.process import RawServer
+from tests.support.process import APPS, RawServer
 from tests.support.wire import cancelled, read
+
+BASIC_APP = APPS / "basic_app.py"
+
+
+@pytest.fixture
+def server():
+    with RawServer(BASIC_APP) as s:
+        yield s
 
 SYNC_APP = """
 from resourcekit import App
@@ -144,3 +152,24 @@ def test_a_reply_made_as_the_session_ends_is_still_written(tmp_path: Path) -> No
                 got[message["id"]] = message["result"]["contents"][0]["text"]
             assert got == {1: "blocked", 2: "hello"}
             assert server.close() == 0
+
+
+def test_slow_handler_does_not_delay_ping_or_reads(server):
+    server.initialize()
+    server.send({"jsonrpc": "2.0", "id": "slow", "method": "resources/read", "params": {"uri": "slow://sleep"}})
+    server.send({"jsonrpc": "2.0", "id": "slow-sync", "method": "resources/read", "params": {"uri": "slow://sync"}})
+    started = time.monotonic()
+    assert server.request("p", "ping")["result"] == {}
+    read = server.request("r", "resources/read", {"uri": "text://hello"})
+    assert read["result"]["contents"][0]["text"] == "hello, world"
+    assert time.monotonic() - started < 1.5
+
+
+def test_cancellation_sends_no_response(server):
+    server.initialize()
+    server.send({"jsonrpc": "2.0", "id": "slow", "method": "resources/read", "params": {"uri": "slow://sleep"}})
+    server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "slow"}})
+    assert server.request("after", "ping") == {"jsonrpc": "2.0", "id": "after", "result": {}}
+    server.close()
+    with pytest.raises(EOFError):
+        server.recv(timeout=5)  # nothing was ever sent for "slow"

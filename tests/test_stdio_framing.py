@@ -1,6 +1,6 @@
 """Framing over stdio, against real ``resourcekit run`` processes: requests are lines, however the
 client's writes cut them; a line over ``max_message_size`` is refused naming the limit and the
-server goes on."""
+server goes on; bad input is answered; stray output goes to stderr; files work as pipes do."""
 
 from __future__ import annotations
 
@@ -8,9 +8,20 @@ import itertools
 import time
 from pathlib import Path
 
+import orjson
+import pytest
+
 from resourcekit import App
-from tests.support.process import RawServer
+from tests.support.process import APPS, RawServer
 from tests.support.wire import read
+
+BASIC_APP = APPS / "basic_app.py"
+
+
+@pytest.fixture
+def server():
+    with RawServer(BASIC_APP) as s:
+        yield s
 
 APP = """
 from resourcekit import App
@@ -59,3 +70,62 @@ def test_a_line_over_max_message_size_is_refused_naming_the_limit_and_the_server
             "code": -32600, "message": f"Invalid Request: message larger than {limit} bytes",
             "data": {"limit": "max_message_size", "max": limit}}}
         assert answered["id"] == 2 and answered["result"]["contents"][0]["text"] == "hello"
+
+
+def test_bad_input_is_answered_and_server_keeps_serving(server):
+    server.initialize()
+    server.send_raw(b"{not json\n")
+    assert server.recv()["error"]["code"] == -32700
+    server.send_raw(b"42\n")
+    assert server.recv()["error"]["code"] == -32600
+    server.send({"jsonrpc": "1.0", "id": 5, "method": "ping"})
+    reply = server.recv()
+    assert reply["id"] == 5 and reply["error"]["code"] == -32600
+    server.send({"jsonrpc": "2.0", "id": None, "method": "ping"})
+    assert server.recv()["error"]["code"] == -32600
+    assert server.request(6, "no/such/method")["error"]["code"] == -32601
+    assert server.request(7, "resources/read", {"uri": 3})["error"]["code"] == -32602
+    assert server.request(8, "resources/read", [1, 2])["error"]["code"] == -32602
+    assert server.request(9, "resources/list", {"cursor": "garbage!"})["error"]["code"] == -32602
+    assert server.request(10, "logging/setLevel", {"level": "loud"})["error"]["code"] == -32602
+    assert server.request(11, "ping") == {"jsonrpc": "2.0", "id": 11, "result": {}}
+
+
+def test_oversized_line_is_skipped_not_fatal():
+    with RawServer(BASIC_APP) as s:
+        s.initialize()
+        s.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"x" * (5 * 1024 * 1024) + b'"}}\n')
+        reply = s.recv()
+        assert reply["error"]["code"] == -32600 and "larger" in reply["error"]["message"]
+        assert s.request(2, "ping")["result"] == {}
+
+
+def test_print_goes_to_stderr(server):
+    server.initialize()
+    reply = server.request(1, "resources/read", {"uri": "noisy://print"})
+    assert reply["result"]["contents"][0]["text"] == "quiet"
+    server.close()
+    assert "this must not reach stdout" in server.stderr
+
+
+def test_files_instead_of_pipes(tmp_path):
+    """``resourcekit run app.py < requests.jsonl > replies.jsonl`` works: stdin and stdout may be files."""
+    import subprocess
+
+    from tests.support.process import command, env
+
+    requests = tmp_path / "requests.jsonl"
+    requests.write_bytes(b"".join(orjson.dumps(m) + b"\n" for m in [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "f", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "text://hello"}},
+    ]))
+    replies = tmp_path / "replies.jsonl"
+    with requests.open("rb") as stdin, replies.open("wb") as stdout:
+        done = subprocess.run(command("run", str(BASIC_APP)), stdin=stdin, stdout=stdout, stderr=subprocess.PIPE,
+                              env=env(), timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = [orjson.loads(line) for line in replies.read_bytes().splitlines()]
+    assert [m["id"] for m in lines] == [0, 1]
+    assert lines[1]["result"]["contents"][0]["text"] == "hello, world"

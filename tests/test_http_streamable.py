@@ -1,4 +1,7 @@
-"""Raw HTTP against ``resourcekit run --transport http``: every status code, sessions, SSE, 2026-07-28.
+"""Streamable HTTP as the spec draws it, against ``resourcekit run --transport http``: what each POST,
+GET and DELETE gets (every status code), sessions and their expiry, Accept, SSE streams with
+priming and replay, batches, cancellation in both eras, 2026-07-28's stateless requests and listen
+streams, a graceful stop.
 
 Each server is a real subprocess; requests are plain httpx, so every header and status is
 visible. ``basic_app.py`` serves most tests; ``http_app.py`` adds changing content, slow and
