@@ -5,6 +5,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests.support.process import APPS, RawServer
+
 if TYPE_CHECKING:
     from tests.support.telemetry import Otel
 
@@ -63,3 +65,10 @@ async def served() -> Any:
     yield serve
     for asgi in made:
         asgi.close()
+
+
+@pytest.fixture
+def server() -> Iterator[RawServer]:
+    """A real ``resourcekit run tests/apps/basic_app.py`` over stdio (files may define their own)."""
+    with RawServer(APPS / "basic_app.py") as s:
+        yield s

@@ -10,7 +10,7 @@ import threading
 import orjson
 import pytest
 
-from resourcekit import App
+from resourcekit import App, Limits
 from tests.support.asgi import ACCEPT, Call, in_flight, session, sid_of
 from tests.support.session import Session
 from tests.support.wire import cancelled, read, read_message
@@ -21,10 +21,10 @@ pytestmark = pytest.mark.anyio
 # --- findings 8 and 13: workers, in-flight requests, cancelled batch members ----------------------
 
 
-async def test_a_cancelled_queued_job_never_runs(profile: str) -> None:
-    """A read queued behind the only worker, cancelled before it starts: its handler never runs
-    and it is never answered; the read ahead of it is."""
-    app = App("t", max_workers=1)
+async def test_cancelled_reads_say_nothing_and_never_run_and_the_others_answer(profile: str) -> None:
+    """Reads queued behind the only worker, one cancelled before it starts: its handler never runs
+    and it is never answered; the reads ahead of it and after it are, and nothing stays in flight."""
+    app = App("t", limits=Limits(max_workers=1))
     release = threading.Event()
     calls: list[str] = []
     app.resource("slow://x")(lambda: release.wait(5) and "done")
@@ -32,12 +32,14 @@ async def test_a_cancelled_queued_job_never_runs(profile: str) -> None:
     async with Session(app, profile) as (conn, wire):
         try:
             conn.feed(read(1, "slow://x"))
-            conn.feed(read(2, "counted://x"))  # queued behind the only worker
-            conn.feed(cancelled(2))
+            await asyncio.sleep(0.05)  # the only worker is busy with it
+            conn.feed_lines([read(2, "counted://x"), read(3, "counted://x"), read(4, "counted://x")])
+            conn.feed(cancelled(3))
             release.set()
-            assert set(await wire.answered({1})) == {1}
+            assert set(await wire.answered({1, 2, 4})) == {1, 2, 4}
             await asyncio.sleep(0.1)
-            assert calls == [] and 2 not in wire.by_id()
+            assert calls == ["ran", "ran"] and 3 not in wire.by_id()
+            assert conn.inflight == {}
         finally:
             release.set()
 

@@ -36,27 +36,6 @@ async def test_a_slow_read_holds_up_no_read_that_came_with_it(profile: str) -> N
             release.set()
 
 
-async def test_cancelled_reads_say_nothing_and_never_run_and_the_others_answer(profile: str) -> None:
-    app = App("t", limits=Limits(max_workers=1))
-    release = threading.Event()
-    calls: list[str] = []
-    app.resource("slow://x")(lambda: release.wait(5) and "done")
-    app.resource("counted://x")(lambda: calls.append("ran") or "x")
-    async with Session(app, profile) as (conn, wire):
-        try:
-            conn.feed(read(1, "slow://x"))
-            await asyncio.sleep(0.05)  # the only worker is busy with it
-            conn.feed_lines([read(2, "counted://x"), read(3, "counted://x"), read(4, "counted://x")])
-            conn.feed(cancelled(3))
-            release.set()
-            assert set(await wire.answered({1, 2, 4})) == {1, 2, 4}
-            await asyncio.sleep(0.1)
-            assert calls == ["ran", "ran"] and 3 not in wire.by_id()
-            assert conn.inflight == {}
-        finally:
-            release.set()
-
-
 @pytest.mark.parametrize("kind", ["sync", "async"])
 async def test_an_id_in_flight_and_the_inflight_cap_hold(profile: str, kind: str) -> None:
     app = App("t", limits=Limits(max_inflight=2))

@@ -11,16 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.process import APPS, RawServer
+from tests.support.process import RawServer
 from tests.support.wire import cancelled, read
-
-BASIC_APP = APPS / "basic_app.py"
-
-
-@pytest.fixture
-def server():
-    with RawServer(BASIC_APP) as s:
-        yield s
 
 SYNC_APP = """
 from resourcekit import App

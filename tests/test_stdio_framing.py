@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import orjson
-import pytest
 
 from resourcekit import App
 from tests.support.process import APPS, RawServer
@@ -17,11 +16,6 @@ from tests.support.wire import read
 
 BASIC_APP = APPS / "basic_app.py"
 
-
-@pytest.fixture
-def server():
-    with RawServer(BASIC_APP) as s:
-        yield s
 
 APP = """
 from resourcekit import App

@@ -7,18 +7,11 @@ from __future__ import annotations
 import signal
 import time
 
-import pytest
-
 from tests.support.process import APPS, RawServer
 from tests.support.wire import modern_meta
 
 APP = APPS / "basic_app.py"
 
-
-@pytest.fixture
-def server():
-    with RawServer(APP) as s:
-        yield s
 
 
 def test_initialize_echoes_supported_versions():
