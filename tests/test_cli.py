@@ -145,7 +145,6 @@ def test_read_human_and_json_and_errors():
 
 
 def test_http_without_uvicorn_says_what_to_install(tmp_path):
-    pytest.importorskip("uvicorn")  # with uvicorn present, the real HTTP tests cover it
     shadow = write(tmp_path, "uvicorn.py", "raise ImportError('hidden for this test')\n")
     result = subprocess.run(
         [*command("run", str(APPS / "basic_app.py"), "--transport", "http")],

@@ -40,9 +40,11 @@ def _installed_as_pinned() -> bool:
 
 
 def ensure_npm_packages() -> None:
-    """Skip without npm; otherwise ``npm ci`` in tests/conformance unless the pinned versions are there."""
+    """``npm ci`` in tests/conformance unless the pinned versions are there; without npm the tests
+    fail, saying what to install (``.ci/run`` installs it): they never skip."""
     if shutil.which("npm") is None:
-        pytest.skip("npm is not installed: the MCP conformance suite and the Inspector CLI are npm packages")
+        pytest.fail("npm is not installed: the MCP conformance suite and the Inspector CLI are npm packages "
+                    "(Debian: apt-get install nodejs npm)")
     if _installed_as_pinned():
         return
     done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=CONFORMANCE, capture_output=True,
