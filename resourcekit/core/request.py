@@ -126,11 +126,7 @@ class Request:
         or in a worker when the reply takes it from any thread (``threadsafe``)."""
         if self.cancelled:
             return
-        inflight = self.conn.inflight  # ``leave``, inlined: every answer passes here
-        if inflight.get(self.id) is self:
-            taken = inflight.pop(self.id, None)
-            if taken is not self and taken is not None:
-                inflight.setdefault(self.id, taken)
+        self.leave()
         if self.watch is not None:
             self.watch(self, None)
         self.reply(data)

@@ -201,15 +201,7 @@ def read_reply(req: Request, handler: Handler, uri: str, value: Any) -> bytes:
                 tail, version = text_tail(uri, mime, value)
             except TypeError:  # JSON cannot carry the text: answered as any result that cannot be
                 return req.encode(read_result(req, handler, uri, value))
-        conn = req.conn  # ``served``, inlined for the most frequent read
-        tracker = conn.tracker
-        if tracker.versions.get(uri) is not version and tracker.instance_versions.get(uri) is not version:
-            tracker.observe(uri, version)
-        seen = conn.seen
-        if seen.get(uri) is not version:
-            if len(seen) >= conn.seen_max and uri not in seen:
-                seen.clear()
-            seen[uri] = version
+        served(req.conn, uri, version)
         return HEAD + dumps(req.id) + tail
     return req.encode(read_result(req, handler, uri, value))
 
@@ -217,8 +209,8 @@ def read_reply(req: Request, handler: Handler, uri: str, value: Any) -> bytes:
 def served(conn: Connection, uri: str, version: str) -> None:
     """What a read records (from any thread): the version the tracker shows, and the session's
     ``seen``, where a subscription would start; each left alone when it holds that already."""
-    tracker = conn.app.tracker
-    if tracker.version(uri) is not version:
+    tracker = conn.tracker
+    if tracker.versions.get(uri) is not version and tracker.instance_versions.get(uri) is not version:
         tracker.observe(uri, version)
     if not conn.stateless:  # put_bounded, inlined (hot path)
         seen = conn.seen

@@ -244,29 +244,26 @@ class Traced:
             log.exception("starting the span of %s failed", method)
 
     def __call__(self, message: Any) -> None:
-        if type(message) is bytes:  # the request's successful response, encoded already
-            span = self.span
-            if span is not None:
-                if type(span) is _Dropped and self.method != "initialize":
-                    self.span = None  # the common answer of a sampled-out request: its duration only
-                    self.on.operation.record(_now() - self.start, self.attrs)
-                else:
-                    self._end({})
-            elif self.acked is not None:
-                stream_ended("listen", self.acked)
+        # the request's answer: a successful response encoded already (bytes), or a message with its id
+        if type(message) is bytes:
+            answer: dict[str, Any] | None = {}
         elif type(message) is dict:
+            answer = message if message.get("id", ...) == self.rid else None
+        else:
+            answer = None
+        if answer is not None or type(message) is dict:
             span = self.span
             if span is not None:
-                if message.get("id", ...) == self.rid:
-                    if type(span) is _Dropped and "error" not in message and self.method != "initialize":
+                if answer is not None:
+                    if type(span) is _Dropped and "error" not in answer and self.method != "initialize":
                         self.span = None  # the common answer of a sampled-out request: its duration only
                         self.on.operation.record(_now() - self.start, self.attrs)
                     else:
-                        self._end(message)
+                        self._end(answer)
                 elif message.get("method") == ACKNOWLEDGED:  # the stream is open: its span ends
                     self.acked = time.perf_counter()
                     self._end(message)
-            elif self.acked is not None and message.get("id", ...) == self.rid:
+            elif self.acked is not None and answer is not None:
                 stream_ended("listen", self.acked)
         self.inner(message)
 
