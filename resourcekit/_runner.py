@@ -38,6 +38,7 @@ import queue
 import threading
 from collections import deque
 from collections.abc import Callable
+from itertools import repeat, starmap
 from typing import Any, Protocol
 
 from .errors import LimitExceeded
@@ -139,19 +140,35 @@ class ThreadRunner:
         if submitted - self._taken >= self._max_queued:
             raise LimitExceeded("max_queued_jobs", self._max_queued, "Server busy: too many jobs waiting",
                                 code=-32603)
+        self._submitted = submitted + 1
         if lane is None:
             lane = self._shared
-        self._submitted = submitted + 1
         lane.jobs.append(job)
-        if lane.tick != (tick := self._tick):
-            lane.tick = tick
-            self._touched.append(lane)
-            if not self._publishing:
-                self._publishing = True
-                self._loop.call_soon(self._publish)
+        if lane.tick != self._tick:  # the lane's first job of this tick
+            self._touch(lane)
+
+    def _touch(self, lane: Lane) -> None:
+        """``lane`` joins the ring at the end of this loop iteration (``_publish``)."""
+        lane.tick = self._tick
+        self._touched.append(lane)
+        if not self._publishing:
+            self._publishing = True
+            self._loop.call_soon(self._publish)
+
+    def defer(self) -> bool:
+        """The caller submits a block of jobs (a block of input) and calls ``publish`` at its end,
+        which saves the loop an iteration; False: a publish is due already, this iteration's."""
+        if self._publishing:
+            return False
+        self._publishing = True
+        return True
+
+    def publish(self) -> None:
+        """At the end of the loop iteration (or of a block of input, ``defer``): the lanes submitted
+        to join the ring, workers wake."""
+        self._publish()
 
     def _publish(self) -> None:
-        """At the end of the loop iteration: the lanes submitted to join the ring, workers wake."""
         self._publishing = False
         touched, self._touched = self._touched, []
         self._tick += 1
@@ -188,11 +205,7 @@ class ThreadRunner:
             return
         lane.held = False
         if lane.jobs and lane.tick != self._tick:
-            lane.tick = self._tick
-            self._touched.append(lane)
-            if not self._publishing:
-                self._publishing = True
-                self._loop.call_soon(self._publish)
+            self._touch(lane)
 
     def _look(self) -> None:
         """Every ``STALL`` seconds while jobs wait or run: the stall rule (see the module)."""
@@ -319,8 +332,8 @@ class ThreadRunner:
                             n = len(jobs)
                             if n > TAKE:
                                 n = TAKE
-                            for _ in range(n):
-                                batch.append(jobs.popleft())
+                            # n pops in one C call (the loop appends to ``jobs`` meanwhile, without the lock)
+                            batch.extend(starmap(jobs.popleft, repeat((), n)))
                             if jobs:
                                 ring.rotate(-1)  # round robin: the next lane's turn
                             else:

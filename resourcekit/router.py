@@ -163,6 +163,9 @@ class Router:
                 # change what the next request receives
                 if handler in self._listy:
                     cache[uri] = Match(handler, _copied(kwargs), _copied(raw))
+                elif handler.sig.context_param is None:  # nobody adds to its values: the cached match itself
+                    found = cache[uri] = Match(handler, kwargs, raw)
+                    return found
                 else:
                     cache[uri] = Match(handler, dict(kwargs), raw)
             return Match(handler, kwargs, raw)

@@ -42,11 +42,12 @@ from ..revisions import (
 )
 from ..telemetry import spans as telemetry
 from . import observers
-from .plan import HANDSHAKE, STATELESS, Plan, plan_for
+from .plan import HANDSHAKE, STATELESS, Profile, profile_for
 from .request import Batch, Request, Send
 
 if TYPE_CHECKING:
     from ..methods._base import SharedSubscriptions
+    from .outbox import Outbox
     from .views import Host
 
 __all__ = ["Connection"]
@@ -65,15 +66,16 @@ class Connection:
 
     __slots__ = (
         "__weakref__", "_max_inflight", "app", "client_capabilities", "client_info", "closed", "held", "inflight",
-        "initialized", "lane", "limits", "log_level", "optin", "plan", "principal", "protocol_version", "router",
-        "runner", "seen", "seen_max", "send", "send_threadsafe", "server", "session_id", "shared", "stateless",
-        "traced", "tracker", "waiting",
+        "initialized", "lane", "limits", "log_level", "optin", "outbox", "principal", "profile", "protocol_version",
+        "router", "runner", "seen", "seen_max", "send", "send_threadsafe", "server", "session_id", "shared",
+        "stateless", "traced", "tracker", "waiting",
     )
 
     def __init__(self, server: Host, send: Send, *, stateless: bool = False, threadsafe: bool = False) -> None:
         self.server = server
         self.app = server.app
         self.send = send  # for messages not tied to a request (subscription updates)
+        self.outbox: Outbox | None = None  # a stream session's (``Server.stream``), whose ``send`` it is
         self.send_threadsafe = threadsafe
         self.stateless = stateless
         self.protocol_version: str | None = None
@@ -105,30 +107,37 @@ class Connection:
         # messages that wait while the session owes its reader too much (``hold``), in order
         self.held = False
         self.waiting: deque[tuple[Any, Send | None]] = deque()
-        self.plan: Plan = plan_for(HANDSHAKE, NONE, server.logged)
+        self.profile: Profile = profile_for(HANDSHAKE, None, None, NONE, server.logged)
 
     # --- the profile ---------------------------------------------------------------------------
 
     def replan(self) -> None:
-        """The session's profile changed (``initialize``): its plan."""
-        self.plan = plan_for(HANDSHAKE, self.optin, self.server.logged)
+        """The session's profile changed (``initialize``, ``logging/setLevel``): its own, and plan."""
+        self.profile = profile_for(HANDSHAKE, self.protocol_version, self.log_level, self.optin, self.server.logged)
 
     # --- input ---------------------------------------------------------------------------------
 
     def feed_lines(self, lines: Iterable[bytes]) -> None:
-        """``feed`` each line of a block of input that is not blank (``feed``, inlined)."""
-        loads, send, receive_one = orjson.loads, self.send, self._receive_one
-        for line in lines:
-            if line and (line[0] == 123 or not line.isspace()):  # "{" first: not blank
-                try:
-                    message = loads(line)
-                except orjson.JSONDecodeError as exc:
-                    send(error_response(None, ParseError(f"Parse error: {exc}")))
-                    continue
-                if type(message) is dict and not self.held:
-                    receive_one(message, send)
-                else:
-                    self.receive(message)
+        """``feed`` each line of a block of input that is not blank (``feed``, inlined); the jobs
+        the block made reach the runner together, at its end."""
+        runner = self.runner
+        publish = runner.defer()
+        try:
+            loads, send, receive_one = orjson.loads, self.send, self._receive_one
+            for line in lines:
+                if line and (line[0] == 123 or not line.isspace()):  # "{" first: not blank
+                    try:
+                        message = loads(line)
+                    except orjson.JSONDecodeError as exc:
+                        send(error_response(None, ParseError(f"Parse error: {exc}")))
+                        continue
+                    if type(message) is dict and not self.held:
+                        receive_one(message, send)
+                    else:
+                        self.receive(message)
+        finally:
+            if publish:
+                runner.publish()
 
     def feed(self, data: bytes | str, reply: Send | None = None) -> None:
         """Decode one message (or a batch) and handle it."""
@@ -182,14 +191,13 @@ class Connection:
         request = None
         try:
             if "_meta" in params and type(meta := params["_meta"]) is dict and META_PROTOCOL_VERSION in meta:
-                plan, request = self._modern_request(rid, method, params, meta, reply)
+                profile = self._modern_profile(meta)
             else:
-                plan = self.plan
                 if self.protocol_version is None:
                     self._before_initialize(method)
-                request = Request(self, rid, method, params, self.protocol_version, HANDSHAKE, self.log_level,
-                                  self.optin, reply)
-            step = plan.get(method)
+                profile = self.profile
+            request = Request(self, rid, method, params, profile, reply)
+            step = profile.plan.get(method)
             if step is None:
                 raise MethodNotFound(f"Method not found: {method}", {"method": method})
             if rid in inflight:
@@ -254,9 +262,8 @@ class Connection:
                 {"missing": [META_PROTOCOL_VERSION]},
             )
 
-    def _modern_request(self, rid: Any, method: str, params: dict[str, Any], meta: dict[str, Any],
-                        reply: Send) -> tuple[Plan, Request]:
-        """A 2026-07-28 request: its own profile, from its ``_meta``, and the plan for it."""
+    def _modern_profile(self, meta: dict[str, Any]) -> Profile:
+        """A 2026-07-28 request's own profile, from its ``_meta``."""
         version = meta[META_PROTOCOL_VERSION]
         if version not in MODERN_VERSIONS:
             raise UnsupportedVersion(
@@ -272,9 +279,7 @@ class Connection:
         level = meta.get(META_LOG_LEVEL)
         if level is not None and (type(level) is not str or level not in LEVEL_RANK):
             raise InvalidParams(f"Invalid params: unknown log level {level!r}")
-        optin = OptIn.of(caps)
-        plan = plan_for(STATELESS, optin, self.server.logged)
-        return plan, Request(self, rid, method, params, version, STATELESS, level, optin, reply)
+        return profile_for(STATELESS, version, level, OptIn.of(caps), self.server.logged)
 
     def _receive_batch(self, batch: list[Any], reply: Send) -> None:
         if self.protocol_version != BATCH_VERSION:

@@ -57,7 +57,7 @@ def _answered(req: Request, outcome: Any) -> None:
 
 def refused(method: str, params: dict[str, Any], exc: BaseException, request: Request | None) -> None:
     """A request answered with an error before it ran (``request`` is None if it was not even made)."""
-    started = request.started if request is not None and request.started else _now()
+    started = getattr(request, "started", None) or _now()  # unset: refused before its step began
     _line(method, params, _error(exc), _now() - started)
 
 

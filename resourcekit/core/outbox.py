@@ -53,15 +53,16 @@ class Outbox:
         self.conn: Session | None = None  # the session it holds when its reader owes too much
         self.on_hold: Callable[[bool], None] | None = None  # the transport's: stop (True) or go on reading
 
-    def __call__(self, message: Any) -> None:
+    def send(self, message: Any) -> None:
         """A message for the session (``Connection.send``, a request's ``reply``), from any thread:
         a dict or list is encoded here, a response encoded already (``bytes``) passes as it is."""
         if type(message) is bytes and get_ident() != self._loop_thread:
             # a worker's reply: it goes out when the worker leaves the session's lane (``Lane.flush``),
             # at once when big (coalescing saves nothing there, and the reader may owe too much).
             # No lock: a deque's append is atomic, and ``flush`` takes the items one by one
-            self._pending.append(message)
-            if len(message) >= FLUSH_SIZE or len(self._pending) >= FLUSH_COUNT:
+            pending = self._pending
+            pending.append(message)
+            if len(pending) >= FLUSH_COUNT or len(message) >= FLUSH_SIZE:
                 self.flush()
             return
         data = message if type(message) is bytes else dumps(message, option=OPT_APPEND_NEWLINE)

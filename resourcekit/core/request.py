@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..declaration import Handler
     from ..extensions import OptIn
     from ..methods._base import RequestView
-    from .views import Session
+    from .views import ProfileView, Session
 
 __all__ = ["Batch", "Request", "Send", "Watch"]
 
@@ -39,11 +39,11 @@ Watch = Callable[["Request", Any], None]
 
 
 class Request:
-    """One request in flight: where its answer goes and in which era it is answered."""
+    """One request in flight: where its answer goes, and the profile it is answered in."""
 
     __slots__ = (
-        "cancelled", "conn", "era", "handler", "id", "kwargs", "log_level", "method", "modern", "on_cancel", "optin",
-        "params", "principal", "reply", "reply_of", "started", "task", "threadsafe", "uri", "version", "watch",
+        "cancelled", "conn", "handler", "id", "kwargs", "method", "on_cancel", "params", "principal", "profile",
+        "reply", "reply_of", "started", "task", "threadsafe", "uri", "watch",
     )
     # a request its step handed to a worker (``run``) carries what to call: ``handler`` with ``kwargs``
     # for ``uri``, its value made the reply by ``reply_of``; set by the step (``methods.reading.serve``)
@@ -51,37 +51,45 @@ class Request:
     kwargs: dict[str, Any]
     uri: str
     reply_of: Callable[[RequestView, Handler, str, Any], bytes]
+    started: float  # set by an observer that times it (the access log)
 
-    def __init__(
-        self,
-        conn: Session,
-        rid: Any,
-        method: str,
-        params: dict[str, Any],
-        version: str | None,
-        era: Era,
-        log_level: str | None,
-        optin: OptIn,
-        reply: Send,
-    ) -> None:
+    def __init__(self, conn: Session, rid: Any, method: str, params: dict[str, Any], profile: ProfileView,
+                 reply: Send) -> None:
         self.conn = conn
         self.id = rid
         self.method = method
         self.params = params
-        self.version = version
-        self.era = era
-        self.modern = era.stateless
-        self.log_level = log_level
-        self.optin = optin  # the extensions this request's client opted into
+        self.profile = profile  # era, version, log level, opt-ins: shared, never changed
         self.reply = reply
         # the reply may be handed on from a worker thread (the session's outbox takes it from any)
         self.threadsafe = reply is conn.send and conn.send_threadsafe
-        self.task: asyncio.Task[Any] | None = None
-        self.cancelled = False
         self.principal = conn.principal  # who sent it (HTTP with auth), for resourcekit.scopes
+        self.cancelled = False
+        self.task: asyncio.Task[Any] | None = None
         self.watch: Watch | None = None  # an observer's (the access log)
-        self.started = 0.0
         self.on_cancel: Callable[[RequestView], None] | None = None  # the method's own cancellation (listen)
+
+    # --- the profile's ------------------------------------------------------------------------
+
+    @property
+    def era(self) -> Era:
+        return self.profile.era
+
+    @property
+    def modern(self) -> bool:
+        return self.profile.modern
+
+    @property
+    def version(self) -> str | None:
+        return self.profile.version
+
+    @property
+    def log_level(self) -> str | None:
+        return self.profile.log_level
+
+    @property
+    def optin(self) -> OptIn:
+        return self.profile.optin
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -100,67 +108,58 @@ class Request:
     # --- the answer ---------------------------------------------------------------------------
 
     def respond(self, result: dict[str, Any]) -> None:
-        """Answer with ``result``, encoded here."""
+        """Answer with ``result``, encoded here (a tool's own failure is one for the observers)."""
         if self.cancelled:
             return
         data = self.encode(result)
-        if self.watch is not None and result.get("isError") is True:  # a tool's own failure
-            self.leave()
-            self.watch(self, "tool error")
-            self.watch = None
-        self.answer(data)
+        self.answer(data, "tool error" if self.watch is not None and result.get("isError") is True else None)
 
     def encode(self, result: dict[str, Any]) -> bytes:
         """The response carrying ``result``, as one JSON line (in a worker for a sync handler's
         read); a result JSON cannot carry (a lone surrogate in a str) is still answered: -32603."""
-        if self.modern:
-            self.era.decorate(result, self.conn.server.server_info)
+        profile = self.profile
+        if profile.modern:
+            profile.era.decorate(result, self.conn.server.server_info)
         try:
             return dumps({"jsonrpc": "2.0", "id": self.id, "result": result}, option=OPT_APPEND_NEWLINE)
         except TypeError as exc:
             log.error("the result of %s could not be encoded", self.describe(), exc_info=exc)
             return dumps(error_response(self.id, unencodable()), option=OPT_APPEND_NEWLINE)
 
-    def answer(self, data: bytes) -> None:
-        """The response, encoded (one JSON line): out of flight, then on its way.  On the loop,
-        or in a worker when the reply takes it from any thread (``threadsafe``)."""
+    def answer(self, data: Any, outcome: Any = None) -> None:
+        """The response (one encoded JSON line, or an error message): out of flight, its observer
+        told the ``outcome`` (None: answered), then on its way.  On the loop, or in a worker when
+        the reply takes it from any thread (``threadsafe``).
+
+        Out of flight before the reply, for the client may reuse the id once it has it; safe in a
+        worker: one pop (the loop may cancel it right after), and what the pop took put back if
+        the id was reused by another request in between."""
         if self.cancelled:
             return
-        self.leave()
-        if self.watch is not None:
-            self.watch(self, None)
-        self.reply(data)
-
-    def leave(self) -> None:
-        """Out of flight, before the reply: the client may reuse the id once it has it.  Safe in a
-        worker: pop, for the loop may cancel it right after a look, and put back what the pop
-        took if the id was reused by another request in between."""
         inflight = self.conn.inflight
-        if inflight.get(self.id) is self:
-            taken = inflight.pop(self.id, None)
-            if taken is not self and taken is not None:
-                inflight.setdefault(self.id, taken)
+        taken = inflight.pop(self.id, None)
+        if taken is not self and taken is not None:
+            inflight.setdefault(self.id, taken)
+        if self.watch is not None:
+            self.watch(self, outcome)
+        self.reply(data)
 
     def fail(self, exc: BaseException) -> None:
         """Answer ``exc``: an ``MCPError`` as its wire error, anything else as -32603 (logged with
         the method, the URI and the handler; the client sees none of it)."""
         if self.cancelled:
             return
-        self.leave()
         if not isinstance(exc, MCPError):
             log.error("%s failed", self.describe(), exc_info=_from_user(exc))
         if type(self.reply) is Traced:
             self.reply.exception = exc
-        watch = self.watch
-        if watch is not None:
-            watch(self, exc)
         try:
-            message = error_response(self.id, exc, self.era)
+            message = error_response(self.id, exc, self.profile.era)
             dumps(message)  # a message or data JSON cannot carry (a lone surrogate): still answered
         except TypeError as error:
             log.error("the error of %s could not be encoded", self.describe(), exc_info=error)
             message = error_response(self.id, unencodable())
-        self.reply(message)
+        self.answer(message, exc)
 
     def describe(self) -> str:
         """What the request is, for a log line: its method, URI and the handler that serves it."""

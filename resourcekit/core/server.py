@@ -106,7 +106,8 @@ class Server:
         through an ``Outbox``: ``write`` takes bytes from any thread; ``owed`` says how many the
         transport took and its reader has not (``Limits.max_owed_bytes``)."""
         outbox = Outbox(self.loop, write, owed, self.app.limits.max_owed_bytes)
-        conn = self.connect(outbox, threadsafe=True)
+        conn = self.connect(outbox.send, threadsafe=True)
+        conn.outbox = outbox
         outbox.conn = conn
         conn.lane.flush = outbox.flush  # a worker's replies for the session, written when it leaves them
         return conn

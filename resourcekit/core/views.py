@@ -17,8 +17,25 @@ from ..telemetry import spans as telemetry
 
 if TYPE_CHECKING:
     from .._runner import ThreadRunner
+    from ..eras import Era
+    from ..extensions import OptIn
 
-__all__ = ["Host", "Session", "Subscribers"]
+__all__ = ["Host", "ProfileView", "Session", "Subscribers"]
+
+
+class ProfileView(Protocol):
+    """What a request asks of its profile (``plan.Profile``)."""
+
+    @property
+    def era(self) -> Era: ...
+    @property
+    def modern(self) -> bool: ...
+    @property
+    def version(self) -> str | None: ...
+    @property
+    def log_level(self) -> str | None: ...
+    @property
+    def optin(self) -> OptIn: ...
 
 
 class Subscribers(SubscriptionsView, telemetry.Subscribers, Protocol):

@@ -132,7 +132,6 @@ class RequestView(Protocol):
     the ways to answer it."""
 
     on_cancel: Callable[[RequestView], None] | None  # the method's own cancellation (listen)
-    version: str | None  # ``initialize`` sets the negotiated one
     threadsafe: bool  # its reply may be handed on from a worker (a ``Context`` handler's may not)
     # what a worker runs for it (``run``, a job of ``ThreadRunner``): set by the read step
     handler: Handler
@@ -152,6 +151,8 @@ class RequestView(Protocol):
     def meta(self) -> dict[str, Any]: ...
     @property
     def modern(self) -> bool: ...
+    @property
+    def version(self) -> str | None: ...
     @property
     def log_level(self) -> str | None: ...
     @property

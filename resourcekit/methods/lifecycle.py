@@ -48,7 +48,6 @@ def initialize(req: Request) -> dict[str, Any]:
     conn.replan()  # the session's profile is known now: its plan
     info = req.params.get("clientInfo")
     conn.client_info = info if type(info) is dict else {}
-    req.version = version
     server = conn.server
     result: dict[str, Any] = {
         "protocolVersion": version,
@@ -69,6 +68,7 @@ def set_level(req: Request) -> dict[str, Any]:
     if type(level) is not str or level not in LEVEL_RANK:
         raise InvalidParams(f"Invalid params: level must be one of {list(LEVELS)}", {"level": level})
     req.conn.log_level = level
+    req.conn.replan()
     return {}
 
 

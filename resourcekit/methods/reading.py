@@ -57,14 +57,23 @@ _OWN_FIELDS = tuple(f for f in FIELDS[SEP_2093]["content"] if f not in ("capabil
 # --- the core of every read -------------------------------------------------------------------
 
 
-def serve(req: Request, uri: str, reply_of: ReplyOf, done: Callback | None = None) -> Any:
+def serve(req: Request, uri: str | None = None, reply_of: ReplyOf | None = None, done: Callback | None = None) -> Any:
     """Call the handler of ``uri`` and answer with ``reply_of(req, handler, uri, value)``, the
     encoded reply: made where the handler ran (a sync handler's worker, in the session's lane),
     and handed on from there when the session's reply takes it from any thread and no ``Context``
     may send log messages ahead of it; else from the loop, after them.  ``done(ok, value)``: where a
     sync handler's failure (or its reply, if not handed on from the worker) goes, on the loop
-    (default: the request's answer)."""
+    (default: the request's answer).
+
+    ``serve(req)`` is ``resources/read`` in a handshake-era session: the ``uri`` parameter's, its
+    reply ``read_reply``'s."""
     conn = req.conn
+    if uri is None:
+        uri = req.params.get("uri")
+        if type(uri) is not str or not uri or len(uri) > conn.limits.max_uri_length:
+            uri = uri_param(req)  # the parameter's error
+    if reply_of is None:
+        reply_of = read_reply
     router = conn.router
     handler = router.exact.get(uri)  # the most frequent case, without a match record
     if handler is None or handler.sig.context_param is not None:
@@ -155,12 +164,9 @@ def _serve_listable(req: Request, uri: str, build: BuildListable, *, need_listab
 # --- resources/read ---------------------------------------------------------------------------
 
 
-def read(req: Request) -> Any:
-    """``resources/read``: the handler's value as contents, encoded where the handler ran."""
-    uri = req.params.get("uri")
-    if type(uri) is not str or not uri or len(uri) > req.conn.limits.max_uri_length:
-        uri = uri_param(req)  # the parameter's error
-    return serve(req, uri, read_reply)
+def read_modern(req: Request) -> Any:
+    """``resources/read`` in the 2026-07-28 era: the result carries cache hints."""
+    return serve(req, None, _modern_reply)
 
 
 def read_sep_2093(req: Request) -> Any:
@@ -170,7 +176,9 @@ def read_sep_2093(req: Request) -> Any:
 
 def compile_read(era: Era, optin: OptIn) -> Method:
     """The read of a profile: a SEP-2093 client's contents carry metadata, nobody else's do."""
-    return read_sep_2093 if optin.sep_2093 else read
+    if optin.sep_2093:
+        return read_sep_2093
+    return read_modern if era.stateless else serve
 
 
 def read_result(req: Request, handler: Handler, uri: str, value: Any) -> dict[str, Any]:
@@ -188,10 +196,10 @@ def read_result(req: Request, handler: Handler, uri: str, value: Any) -> dict[st
 
 
 def read_reply(req: Request, handler: Handler, uri: str, value: Any) -> bytes:
-    """A read's whole reply to the handler's ``value``, as one JSON line: a short text's in a
-    handshake-era session from its remembered tail (``text_tail``: only its id is encoded when
-    the URI served the same text before), anything else its result encoded."""
-    if type(value) is str and len(value) <= TAIL_TEXT and not req.modern:
+    """A handshake-era read's whole reply to the handler's ``value``, as one JSON line: a short
+    text's from its remembered tail (``text_tail``: only its id is encoded when the URI served the
+    same text before), anything else its result encoded."""
+    if type(value) is str and len(value) <= TAIL_TEXT:
         mime = handler.mime_type or TEXT_MIME
         known = TAILS.get(uri)
         if known is not None and known[0] == value and known[1] == mime:  # == on the same str: no compare
@@ -204,6 +212,9 @@ def read_reply(req: Request, handler: Handler, uri: str, value: Any) -> bytes:
         served(req.conn, uri, version)
         return HEAD + dumps(req.id) + tail
     return req.encode(read_result(req, handler, uri, value))
+
+
+_modern_reply = encoded(read_result)
 
 
 def served(conn: Connection, uri: str, version: str) -> None:
@@ -349,7 +360,7 @@ def get(req: Request) -> Any:
 
 
 METHODS: dict[str, Method] = {
-    "resources/read": read,  # compiled per profile: compile_read
+    "resources/read": serve,  # compiled per profile: compile_read
     "resources/metadata": metadata,
     "resources/get": get,
 }

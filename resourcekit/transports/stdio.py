@@ -276,8 +276,8 @@ async def _serve_stdio(app: Registry, stdin: Any, out_fd: int) -> None:
         write_transport.set_write_buffer_limits(high=limits.max_owed_bytes, low=limits.max_owed_bytes // 4)
     pipe = _Pipe(write_transport, out_fd)
     conn = server.stream(pipe.write, pipe.owed)
-    outbox = conn.send
-    assert isinstance(outbox, Outbox)
+    outbox = conn.outbox
+    assert outbox is not None
     flow.outbox = outbox
     done: asyncio.Future[None] = loop.create_future()
     flow.done = done

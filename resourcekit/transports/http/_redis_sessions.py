@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from ...core import Connection
-from ...extensions import RESOURCES_GET, wants
+from ...extensions import RESOURCES_GET, OptIn, wants
 from ...logs import Repeats
 from ...scaleout.broker import UNAVAILABLE, RedisBroker, safe_url
 from ...scaleout.sessions import SessionStore, SharedSession, event_id_key
@@ -52,6 +52,8 @@ def _apply(conn: Connection, state: dict[str, str]) -> None:
     conn.client_info = orjson.loads(state.get("info") or "{}")
     conn.log_level = state.get("lvl") or None
     conn.initialized = bool(state.get("init"))
+    conn.optin = OptIn.of(conn.client_capabilities)
+    conn.replan()  # the restored profile: its opt-ins and log level, as where it began
 
 
 class SharedSessions(SessionTable):
