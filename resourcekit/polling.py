@@ -72,6 +72,11 @@ class Pollers:
         self._pollers: dict[Handler, asyncio.Task[None]] = {}
         self._list_polls: dict[Handler, asyncio.Task[None]] = {}  # templates with poll= and a lister
 
+    @property
+    def lists(self) -> list[Handler]:
+        """The templates whose listings are polled now."""
+        return list(self._list_polls)
+
     def close(self) -> None:
         """The server stopped: every poll ends (they start again with the next one)."""
         for task in [*self._pollers.values(), *self._list_polls.values()]:
