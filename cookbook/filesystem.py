@@ -2,9 +2,13 @@
 
 Files are read as text or binary by their type, directories are listable
 (``inode/directory``), listed entries carry ``size`` and ``lastModified``, and
-subscribers hear about changes by polling.  Nothing outside the root is ever
-served: ``..``, percent-encoded traversal, absolute paths and symlinks that
-leave the root all answer "resource not found".
+subscribers hear about changes through watchers: while a file or directory has
+subscribers, its watcher checks its ``stat`` (no read, no hash) every
+RESOURCEKIT_POLL seconds and says ``notify_changed`` when it moves (an inotify or
+watchdog loop would sit in the same place).  The lifespan checks the root when
+serving starts: a missing root stops start-up with its name.  Nothing outside the
+root is ever served: ``..``, percent-encoded traversal, absolute paths and
+symlinks that leave the root all answer "resource not found".
 
 Run it:
     RESOURCEKIT_ROOT=~/notes resourcekit run cookbook/filesystem.py    # stdio (default root: .)
@@ -22,10 +26,11 @@ URIs are real ``file://`` URIs: with the root ``/home/me/notes`` the file
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +38,7 @@ from resourcekit import App, Blob, Context, ResourceNotFound, Text, UriTemplate
 from resourcekit.contents import guess_mime_type
 
 ROOT = Path(os.environ.get("RESOURCEKIT_ROOT", ".")).expanduser().resolve()
-POLL = float(os.environ.get("RESOURCEKIT_POLL", "2"))
+POLL = float(os.environ.get("RESOURCEKIT_POLL", "2"))  # seconds between a watcher's checks
 SKIP = frozenset(filter(None, os.environ.get(
     "RESOURCEKIT_SKIP", ".git,.hg,.svn,.venv,venv,__pycache__,.mypy_cache,.pytest_cache,.ruff_cache").split(",")))
 DIRECTORY = "inode/directory"
@@ -42,6 +47,13 @@ FILE_TEMPLATE = BASE + "/{+path}"
 FILE = UriTemplate(FILE_TEMPLATE)
 
 app = App("filesystem", version="1.0.0", instructions=f"The files under {ROOT}, read-only.")
+
+
+@app.lifespan
+async def checked_root() -> AsyncIterator[dict[str, Path]]:
+    if not ROOT.is_dir():
+        raise NotADirectoryError(f"RESOURCEKIT_ROOT {ROOT} is not a directory")
+    yield {"root": ROOT}
 
 
 def locate(path: str) -> Path | None:
@@ -138,8 +150,7 @@ def listing(directory: Path, rel: str) -> Text:
     return Text("\n".join(lines), DIRECTORY)
 
 
-@app.resource(BASE, name="root", mime_type=DIRECTORY, poll=POLL,
-              children=lambda: children_of(ROOT, ""))
+@app.resource(BASE, name="root", mime_type=DIRECTORY, children=lambda: children_of(ROOT, ""))
 def root() -> Text:
     """The root directory: its entries, one a line."""
     return listing(ROOT, "")
@@ -152,7 +163,7 @@ def _children(path: str) -> Iterator[dict[str, Any]] | None:
     return children_of(full, path)
 
 
-@app.template(FILE_TEMPLATE, lister=walk, children=_children, poll=POLL)
+@app.template(FILE_TEMPLATE, lister=walk, children=_children)
 def file(path: str, ctx: Context) -> Path | Text | Blob:
     """A file (text or binary by its type) or a directory (its entries, one a line)."""
     full = locate(path)
@@ -172,3 +183,43 @@ def file(path: str, ctx: Context) -> Path | Text | Blob:
         except UnicodeDecodeError:
             pass
     return Blob(data, "application/octet-stream")
+
+
+# --- watchers -------------------------------------------------------------------------
+
+
+def fingerprint(path: str) -> tuple[int, ...] | None:
+    """What moves when a file or directory changes: its modification time, size and inode (a
+    directory's time moves when an entry comes, goes or is renamed); None when it is not served."""
+    full = ROOT if not path else locate(path)
+    if full is None:
+        return None
+    try:
+        st = full.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+async def changes(ctx: Context, path: str) -> None:
+    """Until cancelled: tell subscribers of ``ctx.uri`` when ``path`` changes (the content hash
+    decides whether it really did), and listing clients when a directory's entries do."""
+    seen = await asyncio.to_thread(fingerprint, path)
+    while True:
+        await asyncio.sleep(POLL)
+        now = await asyncio.to_thread(fingerprint, path)
+        if now != seen:
+            seen = now
+            app.notify_changed(ctx.uri)
+            if (ROOT / path).is_dir():
+                app.notify_list_changed()
+
+
+@app.watch(BASE)
+async def watch_root(ctx: Context) -> None:
+    await changes(ctx, "")
+
+
+@app.watch(FILE_TEMPLATE)
+async def watch_file(path: str, ctx: Context) -> None:
+    await changes(ctx, path)

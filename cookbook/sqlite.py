@@ -8,8 +8,12 @@
 at a time: a page that follows the one before costs one indexed query, however
 far into a million rows it starts.  Writes made through ``insert_row``,
 ``update_row`` and ``delete_row`` tell subscribers at once; writes by other
-programs reach them by polling.  Table names are checked against the schema
-and quoted, values are always bound parameters, so a URI cannot inject SQL.
+programs reach them through watchers: while a URI has subscribers, its watcher
+asks SQLite's ``PRAGMA data_version`` (which moves when another connection
+commits) every RESOURCEKIT_POLL seconds, and the content hash decides whether
+the subscribers hear of it.  The lifespan makes the demo database when serving
+starts (never at import).  Table names are checked against the schema and
+quoted, values are always bound parameters, so a URI cannot inject SQL.
 
 Run it:
     RESOURCEKIT_DB=shop.sqlite resourcekit run cookbook/sqlite.py   # stdio
@@ -20,18 +24,19 @@ Run it:
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from resourcekit import App, Context, ResourceNotFound, UriTemplate
 
 DB = os.environ.get("RESOURCEKIT_DB") or os.path.join(tempfile.gettempdir(), "resourcekit-demo.sqlite")
-POLL = float(os.environ.get("RESOURCEKIT_POLL", "2"))
+POLL = float(os.environ.get("RESOURCEKIT_POLL", "2"))  # seconds between a watcher's checks
 
 TABLE = UriTemplate("db://{table}")
 ROW = UriTemplate("db://{table}/{rowid}")  # expanding percent-encodes odd table names
@@ -39,6 +44,14 @@ ROW = UriTemplate("db://{table}/{rowid}")  # expanding percent-encodes odd table
 app = App("sqlite", version="1.0.0", instructions="A SQLite database: schema, tables and rows.")
 
 _local = threading.local()
+
+
+@app.lifespan
+async def database() -> AsyncIterator[dict[str, str]]:
+    """Serving starts: without RESOURCEKIT_DB, a small demo database is made if there is none."""
+    if "RESOURCEKIT_DB" not in os.environ and not os.path.exists(DB):
+        await asyncio.to_thread(create_demo, DB)
+    yield {"db": DB}
 
 
 def db() -> sqlite3.Connection:
@@ -77,7 +90,7 @@ def checked(table: str, ctx: Context | None = None) -> str:
 # --- resources -------------------------------------------------------------------
 
 
-@app.resource("db://schema", poll=POLL)
+@app.resource("db://schema")
 def schema() -> dict[str, Any]:
     """Every table with its columns."""
     return {"tables": [{"name": t, "uri": TABLE.expand(table=t), "columns": columns(t)} for t in tables()]}
@@ -103,7 +116,7 @@ def _table_rows(table: str) -> Iterator[str] | None:
 
 
 @app.template("db://{table}", lister=_table_items, complete={"table": _complete_table},
-              children=_table_rows, poll=POLL)
+              children=_table_rows)
 def table(table: str, ctx: Context) -> dict[str, Any]:
     """One table: its columns and how many rows it has (list it for the rows)."""
     checked(table, ctx)
@@ -167,8 +180,7 @@ def row_page(offset: int, limit: int) -> Iterator[dict[str, Any]]:
             _resume[offset + count - 1] = previous
 
 
-@app.template("db://{table}/{rowid}", lister=row_page, complete={"table": _complete_table},
-              poll=POLL)
+@app.template("db://{table}/{rowid}", lister=row_page, complete={"table": _complete_table})
 def row(table: str, rowid: int, ctx: Context) -> dict[str, Any]:
     """One row, as a JSON object of its columns (BLOBs base64-encoded)."""
     cursor = db().execute(f"SELECT * FROM {quote(checked(table, ctx))} WHERE rowid = ?", (rowid,))
@@ -176,6 +188,46 @@ def row(table: str, rowid: int, ctx: Context) -> dict[str, Any]:
     if values is None:
         raise ResourceNotFound(ctx.uri)
     return dict(zip([d[0] for d in cursor.description], values, strict=True))
+
+
+# --- watchers: writes by other programs -----------------------------------------------
+
+
+def _data_version(conn: sqlite3.Connection) -> int:
+    (version,) = conn.execute("PRAGMA data_version").fetchone()
+    return int(version)
+
+
+async def committed(ctx: Context) -> None:
+    """Until cancelled: when another connection commits, tell subscribers of ``ctx.uri`` (if what it
+    serves changed: the content hash decides) and listing clients (if the list changed)."""
+    conn = sqlite3.connect(ctx.state["db"], timeout=10, check_same_thread=False)  # one thread at a time
+    try:
+        seen = await asyncio.to_thread(_data_version, conn)
+        while True:
+            await asyncio.sleep(POLL)
+            now = await asyncio.to_thread(_data_version, conn)
+            if now != seen:
+                seen = now
+                app.notify_changed(ctx.uri)
+                app.notify_list_changed()
+    finally:
+        conn.close()
+
+
+@app.watch("db://schema")
+async def watch_schema(ctx: Context) -> None:
+    await committed(ctx)
+
+
+@app.watch("db://{table}")
+async def watch_table(table: str, ctx: Context) -> None:
+    await committed(ctx)
+
+
+@app.watch("db://{table}/{rowid}")
+async def watch_row(table: str, rowid: int, ctx: Context) -> None:
+    await committed(ctx)
 
 
 # --- writes: through these, subscribers hear at once --------------------------------
@@ -246,9 +298,6 @@ def create_demo(path: str, events: int = 100) -> None:
                               for i in range(start, min(start + batch, events))))
     conn.close()
 
-
-if "RESOURCEKIT_DB" not in os.environ and not os.path.exists(DB) and __name__ != "__main__":
-    create_demo(DB)
 
 if __name__ == "__main__":
     create_demo(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 100)

@@ -27,6 +27,7 @@ from .errors import (
     UnknownParameterError,
     UnsupportedParameterType,
     UnsupportedReturnType,
+    WatcherDefinitionError,
 )
 from .limits import Limits
 from .scopes import Principal
@@ -58,6 +59,7 @@ __all__ = [
     "UnsupportedParameterType",
     "UnsupportedReturnType",
     "UriTemplate",
+    "WatcherDefinitionError",
     "resource",
     "template",
 ]

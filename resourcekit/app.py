@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .errors import decorator_without_uri
 from .registry import Registry
 from .transports import http
 from .transports.stdio import run_stdio
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 
     from .registry import ResourceOptions, TemplateOptions
     from .transports.http.asgi import ASGIApp
+    from .watching import Watcher
 
 __all__ = ["App", "default_app", "resource", "template"]
 
@@ -53,6 +55,33 @@ class App(Registry):
         process) and exits it at the end: what a host's lifespan does for an app mounted where
         lifespan events are not forwarded.  Raises ``LifespanFailed`` when the lifespan raises."""
         return self._lifespan.running()
+
+    # --- watchers ---------------------------------------------------------------
+
+    def watch(self, uri_or_template: str, *, grace: float | None = None) -> Callable[[F], F]:
+        """Declare a watcher: an async function run as one task per URI that ``uri_or_template``
+        matches, exactly while that URI has subscribers, which reports changes with
+        ``app.notify_changed(uri)``.
+
+        Its parameters are the template's variables (typed as a template's), plus an optional
+        ``Context``.  It is cancelled ``grace`` seconds (default 2) after the last subscriber
+        leaves; one that raises is logged and started again.  On Redis one worker runs it.
+        Definition mistakes raise at decoration: ``MissingParameterError``,
+        ``UnknownParameterError``, ``QueryDefaultError`` or ``WatcherDefinitionError``.
+        """
+        if not isinstance(uri_or_template, str):
+            raise decorator_without_uri("watch", uri_or_template)
+
+        def decorator(fn: F) -> F:
+            self.add_watcher(fn, uri_or_template, grace=grace)
+            return fn
+        return decorator
+
+    def add_watcher(self, fn: Callable[..., Any], uri_or_template: str, *, grace: float | None = None) -> Watcher:
+        """Register ``fn`` as the watcher of ``uri_or_template`` (what ``@app.watch`` does)."""
+        from .watching import Watcher
+
+        return self.tracker.watchers.declare(Watcher(fn, uri_or_template, grace))
 
     # --- serving ---------------------------------------------------------------
 
@@ -118,7 +147,7 @@ def _hint_if_nothing_served() -> None:
         apps = [("", default_app)]  # declared with resourcekit.resource / resourcekit.template
     for name, app in apps:
         declared = len(app.resources) + len(app.templates)
-        if not declared or app._served or app._tracker is not None:  # a tracker: a client was served
+        if not declared or app._served or (app._tracker is not None and app._tracker.served):  # a client was
             continue
         way = f'end it with `if __name__ == "__main__": {name}.run()` to serve over stdio, or ' if name else ""
         print(f"resourcekit: {path} declared {declared} resource{'s' if declared != 1 else ''} and served "

@@ -170,6 +170,16 @@ class LifespanFailed(ResourceKitError):
         super().__init__(f"the lifespan {function}() failed at start-up: {detail}")
 
 
+class WatcherDefinitionError(DefinitionError, TypeError):
+    """An ``@app.watch`` declaration is wrong (``pattern``: its URI or template; ``function``: the
+    function's name; ``reason``: what is wrong).  Variables and parameters that do not agree raise
+    ``MissingParameterError``, ``UnknownParameterError`` or ``QueryDefaultError``, as for templates."""
+
+    def __init__(self, pattern: str, function: str, reason: str) -> None:
+        self.pattern, self.function, self.reason = pattern, function, reason
+        super().__init__(f"watcher {function}() for {pattern!r} {reason}")
+
+
 class DuplicateResourceError(DefinitionError):
     """The URI (or an equivalent template) is already registered."""
 

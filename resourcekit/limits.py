@@ -57,6 +57,10 @@ class _Fields(NamedTuple):
     #: seconds one HTTP GET stream or listen stream may stay open before it is ended cleanly (a listen
     #: stream with its result); the client reconnects
     max_stream_lifetime: float = 3600.0
+    #: bytes of contents (before base64) a ``notifications/resources/updated`` may carry to a listen stream
+    #: that asked for ``embedResources`` (SEP-3119, draft): past it the notification goes in its plain
+    #: form, the URI alone, and the client reads the resource
+    max_embedded_bytes: int = 256 * KiB
     #: items one list page may examine (listers, filter, children); past it the page comes back
     #: short with a nextCursor
     page_scan_budget: int = 10_000

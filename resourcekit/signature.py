@@ -161,9 +161,11 @@ def _wrapped(fn: Any) -> Any:
     return fn
 
 
-def inspect_handler(fn: Callable[..., Any]) -> Signature:
-    """Introspect ``fn`` once. Raises UnsupportedParameterType for unconvertible params."""
-    if type(fn) is types.FunctionType:
+def inspect_handler(fn: Callable[..., Any], *, serves: bool = True) -> Signature:
+    """Introspect ``fn`` once. Raises UnsupportedParameterType for unconvertible params, and
+    UnsupportedReturnType for a return annotation nothing can be served of unless it ``serves``
+    nothing (a watcher)."""
+    if type(fn) is types.FunctionType and serves:
         fast = _fast_signature(fn)
         if fast is not None:
             return fast
@@ -190,7 +192,7 @@ def inspect_handler(fn: Callable[..., Any]) -> Signature:
             raise UnsupportedParameterType(name, p.name, annotation)
         params[p.name] = Param(p.name, convertor, p.default, description)
     returned = hints.get("return", sig.return_annotation)
-    if never_served(returned):
+    if serves and never_served(returned):
         raise UnsupportedReturnType(name, returned)
     doc = inspect.getdoc(fn)
     return Signature(

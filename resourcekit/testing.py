@@ -155,15 +155,18 @@ class Client:
     async def unsubscribe(self, uri: str) -> None:
         await self.request("resources/unsubscribe", {"uri": uri})
 
-    def listen(self, uris: Sequence[str] = (), list_changed: bool = False) -> int:
+    def listen(self, uris: Sequence[str] = (), list_changed: bool = False, embed: bool = False) -> int:
         """Open a 2026-07-28 ``subscriptions/listen`` stream; returns its id (= subscription id).
 
         The acknowledgement and every update arrive in ``notifications``; ``cancel(id)`` ends it.
+        ``embed``: ask for the new contents inside each update (SEP-3119's ``embedResources``, draft).
         """
         assert self._transport is not None
         rid = self._transport.next_id()
         params: dict[str, Any] = {"notifications": {"resourceSubscriptions": list(uris),
                                                     "resourcesListChanged": list_changed}}
+        if embed:
+            params["notifications"]["embedResources"] = True
         params["_meta"] = {META_PROTOCOL_VERSION: MODERN_VERSIONS[-1], META_CLIENT_CAPABILITIES: self.capabilities}
         self._transport.notify({"jsonrpc": "2.0", "id": rid, "method": "subscriptions/listen", "params": params})
         return rid

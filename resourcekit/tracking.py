@@ -28,12 +28,14 @@ import orjson
 
 from . import contents, telemetry
 from ._runner import ThreadRunner
-from .contents import combined_version, to_contents
+from .contents import Content, combined_version, to_contents
 from .context import AppView, Context
 from .declaration import iter_lister_page
 from .errors import ResourceNotFound
 from .limits import put_bounded
+from .polling import Pollers
 from .telemetry import spans
+from .watching import Watchers
 
 if TYPE_CHECKING:
     from .declaration import Handler
@@ -70,7 +72,11 @@ class Reporter(Protocol):
     @property
     def runner(self) -> ThreadRunner: ...
 
-    def changed(self, uri: str, version: str) -> None: ...
+    def changed(self, uri: str, version: str, contents: list[Content] | None = None) -> None:
+        """``uri`` was re-read (``contents``: what it serves now) or another process found ``version``."""
+
+    def embeds(self, uri: str) -> bool:
+        """Does a subscriber of ``uri`` here want the new contents in the notification?"""
 
     def list_changed(self) -> None: ...
 
@@ -93,7 +99,9 @@ class Broker(Protocol):
 
     def list_changed(self, version: str | None) -> None: ...
 
-    async def leases(self, uris: list[str], ttl: float) -> list[str]: ...
+    async def leases(self, uris: list[str], ttl: float, kind: str = "lease:") -> list[str]: ...
+
+    async def release(self, uris: list[str], kind: str) -> None: ...
 
 
 class Tracker:
@@ -112,15 +120,25 @@ class Tracker:
         self._list_scheduled = False
         self._list_force = False
         self._list_version: str | None = None
-        self._polled: dict[Handler, set[str]] = {}  # watched URIs of each handler with poll=
-        self._pollers: dict[Handler, asyncio.Task[None]] = {}
         self._failures: dict[str, float] = {}  # when a re-read last failed, per URI
         self.checks = 0  # how many re-reads ran: visible to tests and benchmarks
+        self.watchers = Watchers(self)  # @app.watch: one task per watched URI a pattern matches
+        self.pollers = Pollers(self)  # poll=: re-reads of watched URIs, listings compared
+        self.served = False  # a server attached once (app._hint_if_nothing_served)
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        return self._loop
 
     def attach(self, reporter: Reporter) -> None:
         if reporter not in self._reporters:
             self._reporters.append(reporter)
+        if not self.served:  # what changed before anyone could list it told nobody anything
+            self.served = True
+            with self._lock:
+                self._list_force = False
         self._loop = reporter.loop
+        self.pollers.start_lists(self.registry.templates)
 
     def detach(self, reporter: Reporter) -> None:
         """A server stopped: forget it, and its loop unless another server runs on it."""
@@ -128,6 +146,8 @@ class Tracker:
             self._reporters.remove(reporter)
         self._loop = self._reporters[-1].loop if self._reporters else None
         if self._loop is None:
+            self.watchers.close()
+            self.pollers.close()
             with self._lock:
                 self._check_scheduled = self._list_scheduled = False
                 self._dirty.clear()
@@ -154,10 +174,14 @@ class Tracker:
 
     async def read_version(self, uri: str) -> str:
         """Read ``uri`` now and hash what it serves (``GONE`` when nothing does)."""
+        return (await self._read_contents(uri))[0]
+
+    async def _read_contents(self, uri: str) -> tuple[str, list[Content] | None]:
+        """Read ``uri`` now: its version and contents (``GONE`` and None when nothing serves it)."""
         try:
-            return await self._read_version_of(uri)
+            return await self._read_contents_of(uri)
         except ResourceNotFound:
-            return GONE
+            return GONE, None
 
     # --- watching ------------------------------------------------------------------
 
@@ -166,7 +190,8 @@ class Tracker:
         count = self._watched.get(uri, 0)
         self._watched[uri] = count + 1
         if count == 0:
-            self._start_polling(uri)
+            self.pollers.watch(uri)
+            self.watchers.watch(uri)
 
     def unwatch(self, uri: str) -> None:
         count = self._watched.get(uri, 0)
@@ -175,7 +200,8 @@ class Tracker:
             return
         self._watched.pop(uri, None)
         if self.broker is None or uri not in self.broker.watched:
-            self._stop_polling(uri)
+            self.pollers.unwatch(uri)
+            self.watchers.unwatch(uri)
 
     def subscribers(self, uri: str) -> int:
         return self._watched.get(uri, 0)
@@ -197,6 +223,9 @@ class Tracker:
         """Another process found ``version`` of ``uri``: tell the subscribers here."""
         if uri not in self._watched:
             return
+        if any(reporter.embeds(uri) for reporter in self._reporters):
+            self._schedule(uri)  # read here: the notification carries the contents it finds
+            return
         if spans.ON:
             telemetry.causes.reporting(uri)
         if version == GONE:
@@ -210,13 +239,15 @@ class Tracker:
         """Subscribers elsewhere watch ``uri``: poll it here too (one process at a time, by lease)."""
         assert self.broker is not None
         self.broker.watched.add(uri)
-        self._start_polling(uri)
+        self.pollers.watch(uri)
+        self.watchers.watch(uri)
 
     def unwatch_shared(self, uri: str) -> None:
         assert self.broker is not None
         self.broker.watched.discard(uri)
         if uri not in self._watched:
-            self._stop_polling(uri)
+            self.pollers.unwatch(uri)
+            self.watchers.unwatch(uri)
 
     def _schedule(self, uri: str) -> None:
         loop = self._loop
@@ -252,11 +283,12 @@ class Tracker:
                 else:
                     self.forget(uri)  # nobody listens: forget, re-read lazily
             # re-read concurrently: sync handlers spread over the worker threads
-            versions = await asyncio.gather(*(self.read_version(u) for u in watched), return_exceptions=True)
-            for uri, version in zip(watched, versions, strict=True):
-                if isinstance(version, BaseException):
-                    self._log_failure(uri, version)
+            reads = await asyncio.gather(*(self._read_contents(u) for u in watched), return_exceptions=True)
+            for uri, read in zip(watched, reads, strict=True):
+                if isinstance(read, BaseException):
+                    self.log_failure(uri, read)
                     continue
+                version, contents = read
                 self.checks += 1
                 if version == GONE:  # deleted: no version to show in listings; subscribers hear it once
                     self.forget(uri)
@@ -266,26 +298,25 @@ class Tracker:
                     telemetry.causes.reporting(uri)  # the causes of this change, for the notifications
                 if uri in self._watched:
                     for reporter in list(self._reporters):
-                        reporter.changed(uri, version)
+                        reporter.changed(uri, version, contents)
                 if self.broker is not None:
                     self.broker.changed(uri, version)
 
-    async def _read_version_of(self, uri: str) -> str:
+    async def _read_contents_of(self, uri: str) -> tuple[str, list[Content] | None]:
         match = self.registry.router.match(uri)
         if match is None:
-            return GONE
+            return GONE, None
         handler = match.handler
         kwargs = match.kwargs
         if handler.sig.context_param is not None:
             kwargs[handler.sig.context_param] = Context(self.registry, uri, params=match.raw)
         if handler.sig.is_async:
-            value = await handler.fn(**kwargs)
-            return combined_version(to_contents(uri, value, handler.mime_type))
-        version: str = await self._in_thread(lambda: combined_version(
-            to_contents(uri, handler.fn(**kwargs), handler.mime_type)))
-        return version
+            contents = to_contents(uri, await handler.fn(**kwargs), handler.mime_type)
+        else:
+            contents = await self.in_thread(lambda: to_contents(uri, handler.fn(**kwargs), handler.mime_type))
+        return combined_version(contents), contents
 
-    def _log_failure(self, uri: str, exc: BaseException) -> None:
+    def log_failure(self, uri: str, exc: BaseException) -> None:
         """A traceback the first time, then one line a minute at most: polling must not flood the log."""
         now = time.monotonic()
         last = self._failures.get(uri)
@@ -297,52 +328,18 @@ class Tracker:
         else:
             log.error("re-reading %s to check for changes still fails: %r", uri, exc)
 
-    async def _in_thread(self, fn: Callable[[], Any]) -> Any:
+    async def in_thread(self, fn: Callable[[], Any]) -> Any:
         return await self._reporters[-1].runner.call(fn)
 
-    # --- polling ------------------------------------------------------------------
-
-    # one task per handler, not per URI: a template with 1,000 watched instances is one timer
-
-    def _start_polling(self, uri: str) -> None:
-        match = self.registry.router.match(uri)
-        if match is None or match.handler.poll is None or self._loop is None:
-            return
-        handler = match.handler
-        self._polled.setdefault(handler, set()).add(uri)
-        if handler not in self._pollers:
-            self._pollers[handler] = self._loop.create_task(self._poll(handler))
-
-    def _stop_polling(self, uri: str) -> None:
-        for handler, uris in list(self._polled.items()):
-            if uri in uris:
-                uris.discard(uri)
-                if not uris:
-                    del self._polled[handler]
-                    poller = self._pollers.pop(handler, None)
-                    if poller is not None:
-                        poller.cancel()
-                return
-
-    async def _poll(self, handler: Handler) -> None:
-        assert handler.poll is not None
-        while True:
-            await asyncio.sleep(handler.poll)
-            uris = list(self._polled.get(handler, ()))
-            if self.broker is not None:  # one process polls each URI: the one holding its lease
-                try:
-                    uris = await self.broker.leases(uris, max(3 * handler.poll, 2.0))
-                except Exception as exc:
-                    log.warning("polling leases unavailable (%s): polling here meanwhile", exc)
-            if self.registry.telemetry and spans.active():
-                telemetry.causes.caused(uris, "poll")
-            for uri in uris:
-                self._schedule(uri)
+    async def leases(self, uris: list[str], ttl: float) -> list[str] | None:
+        """Of ``uris``, those this process polls (``polling.Pollers``); None: all (no broker)."""
+        return None if self.broker is None else await self.broker.leases(uris, ttl)
 
     # --- the list --------------------------------------------------------------------
 
     def on_registry_changed(self, handler: Handler) -> None:
         self.notify_list_changed(force=True)
+        self.pollers.start_lists([handler])
 
     def notify_list_changed(self, force: bool = False) -> None:
         """Report list_changed, coalesced; unless ``force``, only if the list's version moved."""
@@ -381,7 +378,7 @@ class Tracker:
             # a registration changed the list for certain: no need to enumerate it
             self._list_version = None
         else:
-            version = await self._in_thread(self.list_version)
+            version = await self.in_thread(self.list_version)
             if version is not None and version == self._list_version:
                 return
             self._list_version = version

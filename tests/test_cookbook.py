@@ -16,7 +16,7 @@ import pytest
 from mcp.shared.exceptions import MCPError as ClientError
 
 from tests.support.mcp_client import all_resources, stdio_session
-from tests.support.process import COOKBOOK, env
+from tests.support.process import COOKBOOK, command, env
 
 pytestmark = pytest.mark.anyio
 
@@ -304,11 +304,33 @@ async def test_sqlite_write_helpers_and_outside_writes_reach_subscribers(databas
         assert added == "db://products/4"
         await updates.wait_for("notifications/resources/list_changed")
         assert json.loads((await read_one(session, added)).text)["name"] == "scone"
-        # another program writes: polling notices
+        # another program writes: the row's watcher notices (PRAGMA data_version)
         with sqlite3.connect(database) as conn:
             conn.execute("UPDATE products SET price = 9 WHERE rowid = 3")
         await updates.wait_for("notifications/resources/updated", "db://products/3")
         assert updates.updated("db://products/2") == 1
+
+
+def test_sqlite_makes_its_demo_database_when_serving_starts_never_at_import(tmp_path: Path):
+    config = {k: v for k, v in env().items() if k != "RESOURCEKIT_DB"}
+    config["TMPDIR"] = str(tmp_path)  # where the demo database goes
+    demo = tmp_path / "resourcekit-demo.sqlite"
+    imported = subprocess.run([sys.executable, "-c", f"import runpy; runpy.run_path({str(COOKBOOK / 'sqlite.py')!r})"],
+                              env=config, capture_output=True, text=True, timeout=60)
+    assert imported.returncode == 0, imported.stderr
+    assert not demo.exists()
+    read = subprocess.run(command("read", str(COOKBOOK / "sqlite.py"), "db://schema"), env=config,
+                          capture_output=True, text=True, timeout=60)
+    assert read.returncode == 0, read.stderr
+    assert demo.exists() and '"products"' in read.stdout
+
+
+def test_filesystem_without_its_root_stops_at_start_up_saying_so(tmp_path: Path):
+    missing = tmp_path / "nowhere"
+    done = subprocess.run(command("read", str(COOKBOOK / "filesystem.py"), missing.as_uri()),
+                          env={**env(), "RESOURCEKIT_ROOT": str(missing)}, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert f"RESOURCEKIT_ROOT {missing} is not a directory" in done.stderr
 
 
 async def test_sqlite_tables_are_listable(database: Path):

@@ -7,6 +7,10 @@ version)`` / ``list_changed()`` here; this module decides *who* is told and how:
 ``notifications/resources/updated``, then seed 000's
 ``notifications/resources/content_changed`` for subscribers that opted in.
 
+A listen stream that asks for ``embedResources`` (SEP-3119, a draft: experimental) gets the
+new contents inside ``updated``, as a read returns them, from the re-read that found the change;
+past ``Limits.max_embedded_bytes``, or for a resource that is gone, the plain form.
+
 Exactly once: each subscriber keeps the version it last heard of per URI, and
 is told only when a re-read finds another.  That starting version is fixed
 before the subscription is confirmed: the version this session last read of
@@ -24,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from .. import telemetry
 from ..errors import InvalidParams, LimitExceeded, ResourceNotFound
 from ..extensions import RESOURCES_GET, wants
-from ..revisions import META_SUBSCRIPTION_ID
+from ..revisions import META_SUBSCRIPTION_ID, META_VERSION
 from ..scopes import check_read
 from ..telemetry import spans
 from ._base import PENDING, Method, check_uri, str_param
@@ -32,6 +36,7 @@ from .wire import fresh_resource, seed_fields
 
 if TYPE_CHECKING:
     from .._runner import ThreadRunner
+    from ..contents import Content
     from ._base import RequestView as Request
     from ._base import ServerView as Server
     from ._base import SessionView as Connection
@@ -47,12 +52,14 @@ ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 class Subscriber:
     """Someone to tell: a handshake-era session, or one 2026-07-28 listen stream."""
 
-    __slots__ = ("content_changed", "emit", "list_changed", "uris")
+    __slots__ = ("content_changed", "embed", "emit", "list_changed", "uris")
 
-    def __init__(self, emit: Callable[[dict[str, Any]], None], list_changed: bool, content_changed: bool) -> None:
+    def __init__(self, emit: Callable[[dict[str, Any]], None], list_changed: bool, content_changed: bool,
+                 embed: bool = False) -> None:
         self.emit = emit
         self.list_changed = list_changed
         self.content_changed = content_changed  # opted in to seed 000's content_changed
+        self.embed = embed  # asked for the contents inside updated (SEP-3119's embedResources)
         self.uris: dict[str, str] = {}  # URI -> the version this subscriber last heard of
 
 
@@ -130,6 +137,8 @@ class Subscriptions:
                 raise ResourceNotFound(uri)
             check_read(req.principal, app, match.handler, uri)
         list_changed = wanted.get("resourcesListChanged") is True
+        # SEP-3119 (draft) has not settled where the flag goes: beside the filters, or in them
+        embed = wanted.get("embedResources") is True or req.params.get("embedResources") is True
         subscription_id = req.id
         versions, _ = await self.starting_versions(None, uris)
         if req.cancelled:
@@ -145,9 +154,11 @@ class Subscriptions:
             honoured["resourcesListChanged"] = True
         if uris:
             honoured["resourceSubscriptions"] = uris
+        if embed:
+            honoured["embedResources"] = True
         # the acknowledgement is the first message of the stream, before any update
         emit({"jsonrpc": "2.0", "method": ACKNOWLEDGED, "params": {"notifications": honoured}})
-        sub = Subscriber(emit, list_changed, req.optin.resources_get)
+        sub = Subscriber(emit, list_changed, req.optin.resources_get, embed)
         self._listens[req] = sub
         for uri in uris:
             self._add(sub, uri, versions[uri])
@@ -210,13 +221,23 @@ class Subscriptions:
 
     # --- what the tracker reports ---------------------------------------------------------------
 
-    def changed(self, uri: str, version: str) -> None:
+    def embeds(self, uri: str) -> bool:
+        return any(sub.embed for sub in self._by_uri.get(uri, ()))
+
+    def changed(self, uri: str, version: str, contents: list[Content] | None = None) -> None:
         """``uri`` was re-read: tell each subscriber that heard of another version."""
         told = []
+        embedded: list[dict[str, Any]] | None = None
         for sub in list(self._by_uri.get(uri, ())):
             if sub.uris.get(uri, version) != version:
                 sub.uris[uri] = version
-                sub.emit({"jsonrpc": "2.0", "method": UPDATED, "params": {"uri": uri}})
+                params: dict[str, Any] = {"uri": uri}
+                if sub.embed and contents is not None:
+                    if embedded is None:
+                        embedded = _embedded(contents, self.server.app.limits.max_embedded_bytes)
+                    if embedded:
+                        params["contents"] = embedded
+                sub.emit({"jsonrpc": "2.0", "method": UPDATED, "params": params})
                 told.append(sub)
         targets = [sub for sub in told if sub.content_changed]
         if targets:
@@ -250,6 +271,14 @@ class Subscriptions:
                 told += 1
         if told and spans.active():
             telemetry.causes.sent(LIST_CHANGED, None, told, telemetry.causes.causes(telemetry.causes.LIST))
+
+
+def _embedded(contents: list[Content], limit: int) -> list[dict[str, Any]]:
+    """The contents as a read returns them (shared by every notification: never changed), or []
+    past ``limit`` bytes."""
+    if sum(content.size for content in contents) > limit:
+        return []
+    return [content.to_wire(META_VERSION) for content in contents]
 
 
 # --- the methods --------------------------------------------------------------------------------

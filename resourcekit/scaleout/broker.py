@@ -12,7 +12,8 @@ Keys (all under the prefix, ``resourcekit:`` by default, so several apps share a
 - ``sessions`` (sorted set): live session ids by expiry time, for ``list_changed``.
 - ``subs:URI`` (set): the sessions subscribed to a URI; ``watched`` (set): such URIs.
 - ``ver:URI``: the last version announced of a URI (compare-and-set); ``listver``: the list's.
-- ``lease:URI``: which worker polls a URI; it expires when that worker stops renewing it.
+- ``lease:URI``: which worker polls a URI; ``wlease:URI``: which one runs its ``@app.watch``
+  watcher; each expires when that worker stops renewing it (or is deleted when it lets go).
 
 Exactly once per session and version: the fan-out is one Lua script that compares each
 subscribed session's last version with the new one, updates it and appends the event,
@@ -102,7 +103,7 @@ return n
 LEASES = """
 local held = {}
 for i = 4, #ARGV do
-  local key = ARGV[1] .. 'lease:' .. ARGV[i]
+  local key = ARGV[1] .. ARGV[i]
   if redis.call('SET', key, ARGV[2], 'NX', 'PX', ARGV[3]) then
     table.insert(held, ARGV[i])
   elseif redis.call('GET', key) == ARGV[2] then
@@ -111,6 +112,14 @@ for i = 4, #ARGV do
   end
 end
 return held
+"""
+
+RELEASE = """
+for i = 3, #ARGV do
+  local key = ARGV[1] .. ARGV[i]
+  if redis.call('GET', key) == ARGV[2] then redis.call('DEL', key) end
+end
+return 0
 """
 
 
@@ -160,6 +169,7 @@ class RedisBroker:
         self._fanout = self.redis.register_script(FANOUT)
         self._list_fanout = self.redis.register_script(LIST_FANOUT)
         self._leases = self.redis.register_script(LEASES)
+        self._release = self.redis.register_script(RELEASE)
 
     def key(self, *parts: str) -> str:
         return self.prefix + "".join(parts)
@@ -332,11 +342,17 @@ class RedisBroker:
         self.spawn(self._list_fanout(args=[self.prefix, version or "", int(time.time() * 1000), self.max_events,
                                            LIST_CHANGED]))
 
-    async def leases(self, uris: list[str], ttl: float) -> list[str]:
+    async def leases(self, uris: list[str], ttl: float, kind: str = "lease:") -> list[str]:
+        """Of ``uris``, those whose lease of ``kind`` this worker holds now, for ``ttl`` seconds more."""
         if not uris:
             return []
-        held = await self._leases(args=[self.prefix, self.id, int(ttl * 1000), *uris])
+        held = await self._leases(args=[self.prefix + kind, self.id, int(ttl * 1000), *uris])
         return [uri.decode() if isinstance(uri, bytes) else uri for uri in held]
+
+    async def release(self, uris: list[str], kind: str) -> None:
+        """Let go of the leases of ``kind`` this worker holds on ``uris``."""
+        if uris:
+            await self._release(args=[self.prefix + kind, self.id, *uris])
 
 
 def check_reachable(url: str, wait: float = 0.0) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from .broker import RedisBroker
 
-__all__ = ["SessionStore", "SharedSession", "event_id_key"]
+__all__ = ["SessionStore", "SharedSession", "event_id_key", "unwatched"]
 
 # a session ended meanwhile must not come back as a record holding a cursor or a log level only
 SET_IF_ALIVE = """
@@ -76,14 +76,17 @@ class SessionStore:
 
     async def end(self, sid: str) -> None:
         state_key, subs_key, events_key = self._keys(sid)
-        uris = await self.redis.hkeys(subs_key)
+        uris = [_text(uri) for uri in await self.redis.hkeys(subs_key)]
         async with self.redis.pipeline(transaction=True) as pipe:
             for uri in uris:
-                pipe.srem(self.broker.key("subs:", _text(uri)), sid)
+                pipe.srem(self.broker.key("subs:", uri), sid)
+                pipe.scard(self.broker.key("subs:", uri))
             pipe.delete(state_key, subs_key, events_key)
             pipe.zrem(self.broker.key("sessions"), sid)
-            await pipe.execute()
+            done = await pipe.execute()
         await self.broker.publish("end", sid)
+        # a session that ends subscribed leaves as if it had unsubscribed: the last one unwatches
+        await unwatched(self.broker, [uri for i, uri in enumerate(uris) if done[2 * i + 1] == 0])
 
     async def append(self, sid: str, events: list[tuple[bytes | None, int, bytes | None]], grace: float) -> None:
         """Events, in order: ``(None, 0, message)`` for the GET stream; ``(KEY, N, event)`` of a POST
@@ -174,9 +177,13 @@ class SharedSession:
                 pipe.srem(broker.key("subs:", uri), self.sid)
                 pipe.scard(broker.key("subs:", uri))
             done = await pipe.execute()
-        for i, uri in enumerate(uris):
-            if done[3 * i + 2] == 0:
-                await broker.redis.srem(broker.key("watched"), uri)
-                if broker.tracker is not None:
-                    broker.tracker.unwatch_shared(uri)
-                await broker.publish("unwatch", uri)
+        await unwatched(broker, [uri for i, uri in enumerate(uris) if done[3 * i + 2] == 0])
+
+
+async def unwatched(broker: RedisBroker, uris: list[str]) -> None:
+    """``uris`` lost their last subscriber in the store: no worker polls or watches them any more."""
+    for uri in uris:
+        await broker.redis.srem(broker.key("watched"), uri)
+        if broker.tracker is not None:
+            broker.tracker.unwatch_shared(uri)
+        await broker.publish("unwatch", uri)
