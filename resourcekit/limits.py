@@ -57,6 +57,9 @@ class _Fields(NamedTuple):
     #: seconds one HTTP GET stream or listen stream may stay open before it is ended cleanly (a listen
     #: stream with its result); the client reconnects
     max_stream_lifetime: float = 3600.0
+    #: ``resources/stream`` responses (SEP-2532, HTTP) sending bytes at once in one process: -32603
+    #: "busy" before the first byte; each holds at most two chunks of 256 KiB while its reader reads
+    max_byte_streams: int = 64
     #: items one list page may examine (listers, filter, children); past it the page comes back
     #: short with a nextCursor
     page_scan_budget: int = 10_000

@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # the keyword options, for type checkers only: importing typi
         children: Callable[..., Any] | None
         poll: float | None
         scopes: Iterable[str] | None
+        streamable: bool
 
     class ResourceOptions(_Options, total=False):
         size: int | None
@@ -127,6 +128,7 @@ class Registry:
         self._lock = threading.Lock()
         self._tracker: Tracker | None = None
         self.skills: SkillCatalog | None = None  # what add_skills mounted (SEP-2640)
+        self.streamable = False  # something was declared streamable=True (SEP-2532 over HTTP)
         self.resource_tools = resource_tools  # list_resources, read_resource as tools too (for hosts of tools only)
         # what reading takes unless a declaration says otherwise; every scope declared (resourcekit.scopes)
         self.scopes = normalize_scopes(scopes, f"App {name!r}") or NO_SCOPES
@@ -248,6 +250,7 @@ class Registry:
         children: Callable[..., Any] | None = None,
         poll: float | None = None,
         scopes: Iterable[str] | None = None,
+        streamable: bool = False,
     ) -> Handler:
         mime_type = _mime_type(mime_type, sig, uri.split("{", 1)[0] if template else uri)
         name = name or sig.name
@@ -255,7 +258,7 @@ class Registry:
         wire = None  # a plain resource's is made when listed (Handler.wire): 184 bytes less each
         rare = (size is not None or annotations or icons or meta or ttl_ms is not None or cache_scope is not None
                 or kind is not None or metadata is not None or lister is not None or complete
-                or children is not None or poll is not None or scopes is not None)
+                or children is not None or poll is not None or scopes is not None or streamable)
         if rare or template is not None or title or description:
             wire = {"name": name, "uriTemplate" if template else "uri": uri}
             if title:
@@ -267,7 +270,8 @@ class Registry:
                 wire["mimeType"] = mime_type
             if rare or (template is not None and sig.params):
                 extras = self._options(uri, template, sig, wire, size, annotations, icons, meta, ttl_ms,
-                                       cache_scope, kind, metadata, lister, complete, children, poll, scopes)
+                                       cache_scope, kind, metadata, lister, complete, children, poll, scopes,
+                                       streamable)
         return self._insert(Handler(uri, template, fn, sig, mime_type, wire, extras, 0, name), lister is not None)
 
     def _insert(self, handler: Handler, listed: bool = False) -> Handler:
@@ -311,6 +315,7 @@ class Registry:
         children: Callable[..., Any] | None,
         poll: float | None,
         scopes: Iterable[str] | None,
+        streamable: bool = False,
     ) -> Options:
         """Check the less common options (and add what they show to ``wire``)."""
         if cache_scope is not None and cache_scope not in CACHE_SCOPES:
@@ -339,12 +344,17 @@ class Registry:
             raise DefinitionError(f"children of {uri!r} must be callable")
         if poll is not None and poll <= 0:
             raise DefinitionError(f"poll interval of {uri!r} must be positive")
+        if type(streamable) is not bool:
+            raise DefinitionError(f"streamable of {uri!r} must be True or False, not {streamable!r}")
+        if streamable:
+            wire["streamable"] = True  # SEP-2532: listed resources and templates say so
+            self.streamable = True  # the server declares resources.stream over HTTP from now on
         completers = completers_for(uri, template, sig, complete)
         required = normalize_scopes(scopes, repr(uri))
         if required:
             self.declared_scopes |= required
         return Options(size, dict(meta) if meta else None, ttl_ms, cache_scope, kind, metadata, lister,
-                       lister_paged, completers, children, poll, required)
+                       lister_paged, completers, children, poll, required, streamable)
 
     def add_skills(self, directory: str | os.PathLike[str], *, prefix: str = "", poll: float | None = 2.0) -> None:
         """Serve each folder with a ``SKILL.md`` under ``directory`` as ``skill://<prefix/><path>/<file>``
