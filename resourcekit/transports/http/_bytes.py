@@ -139,21 +139,33 @@ async def send_bytes(body: ByteStream, sink: PostSink, inbox: Inbox, receive: Re
         if watcher is None or watcher.done():
             watcher = inbox.watcher = asyncio.ensure_future(receive())
         await send({"type": "http.response.start", "status": status, "headers": headers})
+        pump: asyncio.Future[Any] = asyncio.ensure_future(_pump(body, start, stop, send, watcher, conn))
         try:
-            if body.data is not None:
-                complete = await _send_data(body.data, start, stop, send, watcher)
-            elif body.file is not None:
-                complete = await _send_file(body, start, stop, send, watcher, conn)
-            else:
-                complete = await _send_chunks(body, send, watcher, conn)
-        except Exception:
-            log.exception("resources/stream of %s failed after its first byte: the response was cut short",
-                          body.uri[:200])
-            return
-        if complete:
+            await asyncio.wait((pump, watcher), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not pump.done():  # the client left: no more reading (the worker's read under way ends first)
+                pump.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await pump
+        if not pump.cancelled() and pump.result():
             await send({"type": "http.response.body", "body": b"", "more_body": False})
     finally:
         body.close()
+
+
+async def _pump(body: ByteStream, start: int, stop: int, send: Send, gone: asyncio.Future[Any],
+                conn: Connection) -> bool:
+    """Send the body's bytes; True once all went, False if the client left or it failed (logged)."""
+    try:
+        if body.data is not None:
+            return await _send_data(body.data, start, stop, send, gone)
+        if body.file is not None:
+            return await _send_file(body, start, stop, send, gone, conn)
+        return await _send_chunks(body, send, gone, conn)
+    except Exception:
+        log.exception("resources/stream of %s failed after its first byte: the response was cut short",
+                      body.uri[:200])
+        return False
 
 
 async def _send_data(data: bytes, start: int, stop: int, send: Send, gone: asyncio.Future[Any]) -> bool:
@@ -192,7 +204,7 @@ async def _send_file(body: ByteStream, start: int, stop: int, send: Send, gone: 
     pending = asyncio.ensure_future(runner.call(functools.partial(read, start), lane)) if stop > start else None
     try:
         while pending is not None:
-            chunk = await pending
+            chunk = await asyncio.shield(pending)  # (a cancel waits for the read: ``_settled``)
             at += len(chunk)
             pending = asyncio.ensure_future(runner.call(functools.partial(read, at), lane)) if at < stop else None
             if gone.done():
@@ -239,7 +251,7 @@ async def _send_chunks(body: ByteStream, send: Send, gone: asyncio.Future[Any], 
                     return False
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             if pending is not None:
-                chunk = await pending
+                chunk = await asyncio.shield(pending)
                 pending = None
             else:
                 assert body.achunks is not None
