@@ -197,8 +197,13 @@ def main(argv: Sequence[str] | None = None) -> None:
                           show_only=args.show_only, run_args=["--resource-tools"] if args.resource_tools else []))
         elif args.command == "list":
             asyncio.run(_list(load_app(args.target), args.json))
-        elif args.stream:
-            _stream(args.target, args.uri, args.output)
+        elif args.stream:  # SEP-2532 from a running server (its URL in place of FILE[:ATTR])
+            from .testing import DownloadFailed, download
+
+            try:
+                print(download(args.target, args.uri, args.output), file=sys.stderr)
+            except DownloadFailed as exc:
+                raise CLIError(str(exc)) from None
         else:
             asyncio.run(_read(load_app(args.target), args.uri, args.json))
     except (CLIError, LifespanFailed) as exc:
@@ -360,29 +365,6 @@ async def _list(app: App, as_json: bool) -> None:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
-def _stream(url: str, uri: str, output: str | None) -> None:
-    """``read URL URI --stream -o OUT``: the resource's bytes from a running server, to a file."""
-    if not url.startswith(("http://", "https://")):
-        raise CLIError("--stream reads from a running server: give its URL (http://127.0.0.1:8000/mcp), "
-                       "not FILE[:ATTR]")
-    if not output:
-        raise CLIError("--stream needs -o OUT, the file the bytes go to")
-    from .testing import stream_resource  # http.client: not what `run` needs at start-up
-
-    try:
-        with open(output, "wb") as out:
-            got = stream_resource(url, uri, out)
-    except MCPError as exc:
-        os.unlink(output)
-        raise CLIError(f"{exc.message} (code {exc.code})") from None
-    except OSError as exc:
-        raise CLIError(f"cannot stream {uri} from {url}: {exc}") from None
-    if not got.complete:
-        raise CLIError(f"{uri}: the response was cut short after {got.size} bytes ({output} is incomplete)")
-    print(f"{got.size} bytes of {got.headers.get('content-type', 'unknown type')} written to {output}",
-          file=sys.stderr)
 
 
 async def _read(app: App, uri: str, as_json: bool) -> None:

@@ -84,6 +84,19 @@ class Options:
         self.streamable = streamable  # served by resources/stream too (SEP-2532)
 
 
+    def mark_streamable(self, uri: str, streamable: Any, wire: dict[str, Any] | None) -> bool:
+        """A declaration's ``streamable=`` (SEP-2532): checked, and when True shown on its listed
+        object (``streamable: true``) and kept here (a declaration given it has both of its own)."""
+        if streamable is False:
+            return False
+        if streamable is not True:
+            raise DefinitionError(f"streamable of {uri!r} must be True or False, not {streamable!r}")
+        assert wire is not None and self is not DEFAULT_OPTIONS
+        wire["streamable"] = True
+        self.streamable = True
+        return True
+
+
 DEFAULT_OPTIONS = Options()
 
 

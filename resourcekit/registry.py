@@ -75,11 +75,10 @@ _PLAIN = frozenset({"name", "mime_type"})  # a resource declared with only these
 class Registry:
     """A set of MCP resources and templates (``App`` adds serving on top).
 
-    ``limits`` bounds everything a client can make the server hold or do
-    (``page_size``, ``max_message_size`` and ``max_workers`` are shorthands for
-    three of them); ``ttl_ms`` and ``cache_scope`` are the caching hints of
-    2026-07-28 results unless a resource says otherwise.  ``resource_tools`` also serves
-    the resources as two read-only tools (``list_resources``, ``read_resource``).
+    ``limits`` bounds everything a client can make the server hold or do (``page_size``,
+    ``max_message_size`` and ``max_workers`` are shorthands for three of them); ``ttl_ms`` and
+    ``cache_scope`` are the caching hints of 2026-07-28 results unless a resource says otherwise.
+    ``resource_tools`` also serves the resources as two read-only tools (``list_resources``, ``read_resource``).
     """
 
     state: Any = None  # what the app's lifespan yielded, while it runs (App.lifespan)
@@ -128,7 +127,7 @@ class Registry:
         self._lock = threading.Lock()
         self._tracker: Tracker | None = None
         self.skills: SkillCatalog | None = None  # what add_skills mounted (SEP-2640)
-        self.streamable = False  # something was declared streamable=True (SEP-2532 over HTTP)
+        self.streamable = False  # something was declared streamable=True: resources.stream over HTTP (SEP-2532)
         self.resource_tools = resource_tools  # list_resources, read_resource as tools too (for hosts of tools only)
         # what reading takes unless a declaration says otherwise; every scope declared (resourcekit.scopes)
         self.scopes = normalize_scopes(scopes, f"App {name!r}") or NO_SCOPES
@@ -249,8 +248,7 @@ class Registry:
         complete: Mapping[str, Callable[..., Any]] | None = None,
         children: Callable[..., Any] | None = None,
         poll: float | None = None,
-        scopes: Iterable[str] | None = None,
-        streamable: bool = False,
+        scopes: Iterable[str] | None = None, streamable: bool = False,
     ) -> Handler:
         mime_type = _mime_type(mime_type, sig, uri.split("{", 1)[0] if template else uri)
         name = name or sig.name
@@ -270,8 +268,8 @@ class Registry:
                 wire["mimeType"] = mime_type
             if rare or (template is not None and sig.params):
                 extras = self._options(uri, template, sig, wire, size, annotations, icons, meta, ttl_ms,
-                                       cache_scope, kind, metadata, lister, complete, children, poll, scopes,
-                                       streamable)
+                                       cache_scope, kind, metadata, lister, complete, children, poll, scopes)
+        self.streamable = extras.mark_streamable(uri, streamable, wire) or self.streamable
         return self._insert(Handler(uri, template, fn, sig, mime_type, wire, extras, 0, name), lister is not None)
 
     def _insert(self, handler: Handler, listed: bool = False) -> Handler:
@@ -315,7 +313,6 @@ class Registry:
         children: Callable[..., Any] | None,
         poll: float | None,
         scopes: Iterable[str] | None,
-        streamable: bool = False,
     ) -> Options:
         """Check the less common options (and add what they show to ``wire``)."""
         if cache_scope is not None and cache_scope not in CACHE_SCOPES:
@@ -344,17 +341,12 @@ class Registry:
             raise DefinitionError(f"children of {uri!r} must be callable")
         if poll is not None and poll <= 0:
             raise DefinitionError(f"poll interval of {uri!r} must be positive")
-        if type(streamable) is not bool:
-            raise DefinitionError(f"streamable of {uri!r} must be True or False, not {streamable!r}")
-        if streamable:
-            wire["streamable"] = True  # SEP-2532: listed resources and templates say so
-            self.streamable = True  # the server declares resources.stream over HTTP from now on
         completers = completers_for(uri, template, sig, complete)
         required = normalize_scopes(scopes, repr(uri))
         if required:
             self.declared_scopes |= required
         return Options(size, dict(meta) if meta else None, ttl_ms, cache_scope, kind, metadata, lister,
-                       lister_paged, completers, children, poll, required, streamable)
+                       lister_paged, completers, children, poll, required)
 
     def add_skills(self, directory: str | os.PathLike[str], *, prefix: str = "", poll: float | None = 2.0) -> None:
         """Serve each folder with a ``SKILL.md`` under ``directory`` as ``skill://<prefix/><path>/<file>``
@@ -390,10 +382,8 @@ class Registry:
         return self._tracker
 
     def notify_changed(self, uri: str) -> None:
-        """Tell subscribers of ``uri`` if its content really changed (re-read and hashed).
-
-        Callable from async code, sync code and other threads; bursts coalesce.
-        """
+        """Tell subscribers of ``uri`` if its content really changed (re-read and hashed); from any thread, bursts
+        coalesce."""
         self.tracker.notify_changed(uri)
 
     def notify_list_changed(self) -> None:

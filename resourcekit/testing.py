@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, BinaryIO
@@ -31,7 +32,7 @@ from .revisions import (
 from .scopes import Principal
 from .transports.memory import MemoryTransport
 
-__all__ = ["Client", "Streamed", "stream_resource"]
+__all__ = ["Client", "DownloadFailed", "Streamed", "download", "stream_resource"]
 
 
 class Client:
@@ -127,7 +128,7 @@ class Client:
     async def read_text(self, uri: str) -> str:
         content = (await self.read(uri))[0]
         if "text" not in content:
-            raise ValueError(f"{uri} is binary ({content.get('mimeType')})")
+            raise DownloadFailed(f"{uri} is binary ({content.get('mimeType')})")
         text: str = content["text"]
         return text
 
@@ -279,3 +280,28 @@ def stream_resource(url: str, uri: str, out: BinaryIO, *, max_stream_size: int |
         return Streamed(response.status, received, size, cut)
     finally:
         connection.close()
+
+
+class DownloadFailed(Exception):
+    """``download`` wrote nothing, or not all (the message says why)."""
+
+
+def download(url: str, uri: str, output: str | None) -> str:
+    """``resourcekit read URL URI --stream -o OUTPUT``: ``stream_resource`` into the file ``output``;
+    what was written, in words.  ``DownloadFailed``, saying why, when nothing (or not all) was."""
+    if not url.startswith(("http://", "https://")):
+        raise DownloadFailed("--stream reads from a running server: give its URL (http://127.0.0.1:8000/mcp), "
+                         "not FILE[:ATTR]")
+    if not output:
+        raise DownloadFailed("--stream needs -o OUT, the file the bytes go to")
+    try:
+        with open(output, "wb") as out:
+            got = stream_resource(url, uri, out)
+    except MCPError as exc:
+        os.unlink(output)
+        raise DownloadFailed(f"{exc.message} (code {exc.code})") from None
+    except OSError as exc:
+        raise DownloadFailed(f"cannot stream {uri} from {url}: {exc}") from None
+    if not got.complete:
+        raise DownloadFailed(f"{uri}: the response was cut short after {got.size} bytes ({output} is incomplete)")
+    return f"{got.size} bytes of {got.headers.get('content-type', 'unknown type')} written to {output}"
