@@ -60,7 +60,8 @@ def fetch(port: int, method: str | None) -> int:
     return size
 
 
-def measure(name: str, argv: list[str], port: int, method: str | None, rounds: int, env: dict[str, str]) -> tuple[float, float]:
+def measure(name: str, argv: list[str], port: int, method: str | None, rounds: int,
+            env: dict[str, str]) -> tuple[float, float]:
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_port(port, proc)
