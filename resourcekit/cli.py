@@ -92,6 +92,10 @@ def _add_read(read: argparse.ArgumentParser) -> None:
     read.add_argument("target", metavar="FILE[:ATTR]")
     read.add_argument("uri")
     read.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    read.add_argument("--stream", action="store_true",
+                      help="resources/stream (SEP-2532, experimental) from a running server: FILE[:ATTR] is then "
+                           "its URL (http://127.0.0.1:8000/mcp); the bytes go to -o")
+    read.add_argument("-o", "--output", metavar="OUT", help="with --stream: the file the bytes are written to")
 
 
 def _add_skills(skills: argparse.ArgumentParser) -> None:
@@ -193,6 +197,13 @@ def main(argv: Sequence[str] | None = None) -> None:
                           show_only=args.show_only, run_args=["--resource-tools"] if args.resource_tools else []))
         elif args.command == "list":
             asyncio.run(_list(load_app(args.target), args.json))
+        elif args.stream:  # SEP-2532 from a running server (its URL in place of FILE[:ATTR])
+            from .testing import DownloadFailed, download
+
+            try:
+                print(download(args.target, args.uri, args.output), file=sys.stderr)
+            except DownloadFailed as exc:
+                raise CLIError(str(exc)) from None
         else:
             asyncio.run(_read(load_app(args.target), args.uri, args.json))
     except (CLIError, LifespanFailed) as exc:

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     import hashlib
     import pathlib
 
-__all__ = ["TEXT_MIME", "Blob", "Content", "Text", "dump_json", "guess_mime_type", "is_textual", "never_served",
-           "text_version", "to_contents", "version_of"]
+__all__ = ["TEXT_MIME", "Blob", "Content", "StreamedVersion", "Text", "dump_json", "guess_mime_type", "is_textual",
+           "never_served", "text_version", "to_contents", "version_of"]
 
 JSON_MIME = "application/json"
 TEXT_MIME = "text/plain"
@@ -219,6 +219,34 @@ def _long_text_version(text: str, mime_type: str) -> str:
             _LONG_VERSIONS.clear()
         _LONG_VERSIONS[size] = (text, mime_type, version)
     return version
+
+
+class StreamedVersion:
+    """``version_of`` bytes that come in pieces (a streamed body), computed as they come:
+    SHA-256 from the first piece, the first ``_SHORT`` bytes kept until there are more, so a body
+    shorter than that gets the BLAKE2b ``version_of`` gives it; equal bodies, equal versions."""
+
+    __slots__ = ("digest", "head", "size")
+
+    def __init__(self) -> None:
+        self.digest = sha256()
+        self.head: list[bytes] | None = []
+        self.size = 0
+
+    def update(self, piece: bytes) -> None:
+        self.digest.update(piece)
+        self.size += len(piece)
+        if self.head is not None:
+            if self.size < _SHORT:
+                self.head.append(piece)
+            else:
+                self.head = None
+
+    def version(self, mime_type: str) -> str:
+        if self.head is not None:
+            return version_of(b"".join(self.head), mime_type)
+        self.digest.update(b"\0" + mime_type.encode())
+        return self.digest.hexdigest()[:32]
 
 
 def combined_version(contents: list[Content]) -> str:

@@ -51,7 +51,7 @@ class Options:
     """The rarely-set options of a declaration; one shared instance when none is set."""
 
     __slots__ = ("cache_scope", "children", "completers", "kind", "lister", "lister_paged", "meta",
-                 "metadata", "poll", "scopes", "size", "ttl_ms")
+                 "metadata", "poll", "scopes", "size", "streamable", "ttl_ms")
 
     def __init__(
         self,
@@ -67,6 +67,7 @@ class Options:
         children: Callable[..., Any] | None = None,
         poll: float | None = None,
         scopes: frozenset[str] | None = None,
+        streamable: bool = False,
     ) -> None:
         self.size = size
         self.meta = meta
@@ -80,6 +81,20 @@ class Options:
         self.children = children
         self.poll = poll
         self.scopes = scopes  # None: the App's (resourcekit.scopes)
+        self.streamable = streamable  # served by resources/stream too (SEP-2532)
+
+
+    def mark_streamable(self, uri: str, streamable: Any, wire: dict[str, Any] | None) -> bool:
+        """A declaration's ``streamable=`` (SEP-2532): checked, and when True shown on its listed
+        object (``streamable: true``) and kept here (a declaration given it has both of its own)."""
+        if streamable is False:
+            return False
+        if streamable is not True:
+            raise DefinitionError(f"streamable of {uri!r} must be True or False, not {streamable!r}")
+        assert wire is not None and self is not DEFAULT_OPTIONS
+        wire["streamable"] = True
+        self.streamable = True
+        return True
 
 
 DEFAULT_OPTIONS = Options()
@@ -165,6 +180,7 @@ class Handler:
     children = _delegate("children")
     poll = _delegate("poll")
     scopes = _delegate("scopes")
+    streamable = _delegate("streamable")
 
     def convert(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         """Typed keyword arguments from matched strings; ValueError if they do not convert."""

@@ -28,6 +28,8 @@ __all__ = [
     "QueryDefaultError",
     "ResourceKitError",
     "ResourceNotFound",
+    "ResourceTooLarge",
+    "StreamNotSupported",
     "TemplateSyntaxError",
     "UnknownParameterError",
     "UnsupportedParameterType",
@@ -319,6 +321,28 @@ class NotModified(MCPError):
 
     def __init__(self, uri: str, version: str) -> None:
         super().__init__("Not modified", {"uri": uri, "version": version})
+
+
+class StreamNotSupported(MCPError):
+    """``resources/stream`` (SEP-2532) cannot be answered with bytes: the resource is not
+    ``streamable``, the transport is not HTTP, or the client did not declare ``resourceStreaming``."""
+
+    code = -32003
+
+    def __init__(self, uri: str | None, reason: str) -> None:
+        data: dict[str, Any] = {"reason": reason, "suggestion": "Use resources/read for this resource"}
+        if uri is not None:
+            data["uri"] = uri
+        super().__init__("Stream not supported", data)
+
+
+class ResourceTooLarge(MCPError):
+    """``resources/stream`` (SEP-2532): the resource is larger than the client's ``maxStreamSize``."""
+
+    code = -32004
+
+    def __init__(self, uri: str, size: int, max_size: int) -> None:
+        super().__init__("Resource too large", {"uri": uri, "size": size, "maxStreamSize": max_size})
 
 
 class LimitExceeded(MCPError):

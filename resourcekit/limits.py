@@ -61,6 +61,9 @@ class _Fields(NamedTuple):
     #: that asked for ``embedResources`` (SEP-3119, draft): past it the notification goes in its plain
     #: form, the URI alone, and the client reads the resource
     max_embedded_bytes: int = 256 * KiB
+    #: ``resources/stream`` responses (SEP-2532, HTTP) sending bytes at once in one process: -32603
+    #: "busy" before the first byte; each holds at most two chunks of 256 KiB while its reader reads
+    max_byte_streams: int = 64
     #: items one list page may examine (listers, filter, children); past it the page comes back
     #: short with a nextCursor
     page_scan_budget: int = 10_000

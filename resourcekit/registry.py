@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # the keyword options, for type checkers only: importing typi
         children: Callable[..., Any] | None
         poll: float | None
         scopes: Iterable[str] | None
+        streamable: bool
 
     class ResourceOptions(_Options, total=False):
         size: int | None
@@ -74,11 +75,10 @@ _PLAIN = frozenset({"name", "mime_type"})  # a resource declared with only these
 class Registry:
     """A set of MCP resources and templates (``App`` adds serving on top).
 
-    ``limits`` bounds everything a client can make the server hold or do
-    (``page_size``, ``max_message_size`` and ``max_workers`` are shorthands for
-    three of them); ``ttl_ms`` and ``cache_scope`` are the caching hints of
-    2026-07-28 results unless a resource says otherwise.  ``resource_tools`` also serves
-    the resources as two read-only tools (``list_resources``, ``read_resource``).
+    ``limits`` bounds everything a client can make the server hold or do (``page_size``,
+    ``max_message_size`` and ``max_workers`` are shorthands for three of them); ``ttl_ms`` and
+    ``cache_scope`` are the caching hints of 2026-07-28 results unless a resource says otherwise.
+    ``resource_tools`` also serves the resources as two read-only tools (``list_resources``, ``read_resource``).
     """
 
     state: Any = None  # what the app's lifespan yielded, while it runs (App.lifespan)
@@ -127,6 +127,7 @@ class Registry:
         self._lock = threading.Lock()
         self._tracker: Tracker | None = None
         self.skills: SkillCatalog | None = None  # what add_skills mounted (SEP-2640)
+        self.streamable = False  # something was declared streamable=True: resources.stream over HTTP (SEP-2532)
         self.resource_tools = resource_tools  # list_resources, read_resource as tools too (for hosts of tools only)
         # what reading takes unless a declaration says otherwise; every scope declared (resourcekit.scopes)
         self.scopes = normalize_scopes(scopes, f"App {name!r}") or NO_SCOPES
@@ -247,7 +248,7 @@ class Registry:
         complete: Mapping[str, Callable[..., Any]] | None = None,
         children: Callable[..., Any] | None = None,
         poll: float | None = None,
-        scopes: Iterable[str] | None = None,
+        scopes: Iterable[str] | None = None, streamable: bool = False,
     ) -> Handler:
         mime_type = _mime_type(mime_type, sig, uri.split("{", 1)[0] if template else uri)
         name = name or sig.name
@@ -255,7 +256,7 @@ class Registry:
         wire = None  # a plain resource's is made when listed (Handler.wire): 184 bytes less each
         rare = (size is not None or annotations or icons or meta or ttl_ms is not None or cache_scope is not None
                 or kind is not None or metadata is not None or lister is not None or complete
-                or children is not None or poll is not None or scopes is not None)
+                or children is not None or poll is not None or scopes is not None or streamable)
         if rare or template is not None or title or description:
             wire = {"name": name, "uriTemplate" if template else "uri": uri}
             if title:
@@ -268,6 +269,7 @@ class Registry:
             if rare or (template is not None and sig.params):
                 extras = self._options(uri, template, sig, wire, size, annotations, icons, meta, ttl_ms,
                                        cache_scope, kind, metadata, lister, complete, children, poll, scopes)
+        self.streamable = extras.mark_streamable(uri, streamable, wire) or self.streamable
         return self._insert(Handler(uri, template, fn, sig, mime_type, wire, extras, 0, name), lister is not None)
 
     def _insert(self, handler: Handler, listed: bool = False) -> Handler:
@@ -380,10 +382,8 @@ class Registry:
         return self._tracker
 
     def notify_changed(self, uri: str) -> None:
-        """Tell subscribers of ``uri`` if its content really changed (re-read and hashed).
-
-        Callable from async code, sync code and other threads; bursts coalesce.
-        """
+        """Tell subscribers of ``uri`` if its content really changed (re-read and hashed); from any thread, bursts
+        coalesce."""
         self.tracker.notify_changed(uri)
 
     def notify_list_changed(self) -> None:

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import AsyncIterator, Sequence
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, BinaryIO
 
 from .app import App
 from .errors import MCPError
@@ -31,7 +32,7 @@ from .revisions import (
 from .scopes import Principal
 from .transports.memory import MemoryTransport
 
-__all__ = ["Client"]
+__all__ = ["Client", "DownloadFailed", "Streamed", "download", "stream_resource"]
 
 
 class Client:
@@ -127,7 +128,7 @@ class Client:
     async def read_text(self, uri: str) -> str:
         content = (await self.read(uri))[0]
         if "text" not in content:
-            raise ValueError(f"{uri} is binary ({content.get('mimeType')})")
+            raise DownloadFailed(f"{uri} is binary ({content.get('mimeType')})")
         text: str = content["text"]
         return text
 
@@ -180,3 +181,130 @@ class Client:
     async def next_notification(self, timeout: float = 5.0) -> dict[str, Any]:
         """The next notification the server sent (waits up to ``timeout`` seconds)."""
         return await asyncio.wait_for(self.notifications.get(), timeout)
+
+
+# --- resources/stream over HTTP (SEP-2532, experimental) ----------------------------------------
+
+
+class Streamed:
+    """What ``stream_resource`` received: the status (200, 206), the response headers (names in
+    lower case), and how many bytes went to ``out``."""
+
+    __slots__ = ("cut", "headers", "size", "status")
+
+    def __init__(self, status: int, headers: dict[str, str], size: int, cut: bool = False) -> None:
+        self.status = status
+        self.headers = headers
+        self.size = size
+        self.cut = cut  # the connection ended before the body did
+
+    @property
+    def etag(self) -> str | None:
+        return self.headers.get("etag")
+
+    @property
+    def complete(self) -> bool:
+        """Did every byte the response announced arrive (its Content-Length; chunked: its end)?"""
+        length = self.headers.get("content-length")
+        return not self.cut and (length is None or int(length) == self.size)
+
+    def __repr__(self) -> str:
+        return f"Streamed(status={self.status}, size={self.size}, etag={self.etag!r})"
+
+
+def stream_resource(url: str, uri: str, out: BinaryIO, *, max_stream_size: int | None = None,
+                    range: str | None = None, if_range: str | None = None,
+                    headers: Mapping[str, str] | None = None, timeout: float = 60.0,
+                    chunk: int = 256 * 1024) -> Streamed:
+    """``resources/stream`` (SEP-2532) of ``uri`` from the MCP endpoint ``url`` (a running
+    ``resourcekit run FILE --transport http``), its bytes written to ``out`` as they arrive.
+
+    One 2026-07-28 request (no session) declaring ``resourceStreaming`` (with ``max_stream_size``
+    as its ``maxStreamSize``); ``range`` (``"bytes=100-"``) and ``if_range`` (an ETag) resume a
+    download (a range past the end: status 416, nothing written).  A JSON-RPC error is raised as
+    ``MCPError``; any other HTTP refusal (4xx, 5xx) as
+    ``MCPError`` too, with ``data.status``.  A response cut short (the server's failure after its
+    first byte) returns with ``complete`` False.  Standard library only.
+    """
+    import http.client
+    import urllib.parse
+
+    import orjson
+
+    parts = urllib.parse.urlsplit(url)
+    https = parts.scheme == "https"
+    connection_class = http.client.HTTPSConnection if https else http.client.HTTPConnection
+    connection = connection_class(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
+    streaming: dict[str, Any] = {} if max_stream_size is None else {"maxStreamSize": max_stream_size}
+    version = MODERN_VERSIONS[-1]
+    body = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "resources/stream", "params": {
+        "uri": uri,
+        "_meta": {META_PROTOCOL_VERSION: version, META_CLIENT_CAPABILITIES: {"resourceStreaming": streaming}},
+    }})
+    sent = {"content-type": "application/json", "accept": "application/json, */*",
+            "mcp-protocol-version": version, "mcp-method": "resources/stream"}
+    if range is not None:
+        sent["range"] = range
+    if if_range is not None:
+        sent["if-range"] = if_range
+    sent.update(headers or {})
+    try:
+        connection.request("POST", parts.path or "/", body=body, headers=sent)
+        response = connection.getresponse()
+        received = {name.lower(): value for name, value in response.getheaders()}
+        kind = received.get("content-type", "")
+        if response.status == 416:  # the range starts past the end: Content-Range says where that is
+            response.read()
+            return Streamed(416, received, 0)
+        if response.status >= 400 or kind.startswith("application/json"):
+            answer = response.read(1 << 20)
+            try:
+                error = orjson.loads(answer).get("error")
+            except (orjson.JSONDecodeError, AttributeError):
+                error = None
+            if isinstance(error, dict):
+                data = error.get("data")
+                raise MCPError(str(error.get("message")), data, code=int(error.get("code", -32603)))
+            raise MCPError(f"HTTP {response.status}: {answer[:200]!r}", {"status": response.status})
+        size = 0
+        cut = False
+        while True:
+            try:
+                piece = response.read1(chunk) if hasattr(response, "read1") else response.read(chunk)
+            except http.client.IncompleteRead as exc:
+                out.write(exc.partial)
+                size += len(exc.partial)
+                cut = True
+                break
+            if not piece:
+                break
+            out.write(piece)
+            size += len(piece)
+        return Streamed(response.status, received, size, cut)
+    finally:
+        connection.close()
+
+
+class DownloadFailed(Exception):
+    """``download`` wrote nothing, or not all (the message says why)."""
+
+
+def download(url: str, uri: str, output: str | None) -> str:
+    """``resourcekit read URL URI --stream -o OUTPUT``: ``stream_resource`` into the file ``output``;
+    what was written, in words.  ``DownloadFailed``, saying why, when nothing (or not all) was."""
+    if not url.startswith(("http://", "https://")):
+        raise DownloadFailed("--stream reads from a running server: give its URL (http://127.0.0.1:8000/mcp), "
+                         "not FILE[:ATTR]")
+    if not output:
+        raise DownloadFailed("--stream needs -o OUT, the file the bytes go to")
+    try:
+        with open(output, "wb") as out:
+            got = stream_resource(url, uri, out)
+    except MCPError as exc:
+        os.unlink(output)
+        raise DownloadFailed(f"{exc.message} (code {exc.code})") from None
+    except OSError as exc:
+        raise DownloadFailed(f"cannot stream {uri} from {url}: {exc}") from None
+    if not got.complete:
+        raise DownloadFailed(f"{uri}: the response was cut short after {got.size} bytes ({output} is incomplete)")
+    return f"{got.size} bytes of {got.headers.get('content-type', 'unknown type')} written to {output}"

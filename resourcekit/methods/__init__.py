@@ -8,6 +8,7 @@
 | ``subscriptions`` | resources/subscribe, resources/unsubscribe, subscriptions/listen |
 | ``completion`` | completion/complete |
 | ``skills`` | skills/list, skills/get, resources/directory/read (SEP-2640) |
+| ``streaming`` | resources/stream (SEP-2532, experimental): the bytes on the HTTP response |
 | ``tools`` | tools/list, tools/call: the resources as tools, when the app sets ``resource_tools`` |
 
 Nothing patches these tables later: what a method does is in the module it is named after.
@@ -20,7 +21,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from . import completion, lifecycle, listing, reading, skills, subscriptions, tools
+from . import completion, lifecycle, listing, reading, skills, streaming, subscriptions, tools
 from ._base import PENDING, Method, Notification
 from .subscriptions import Subscriptions
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["COMPILERS", "HANDSHAKE_METHODS", "NOTIFICATIONS", "PENDING", "STATELESS_METHODS", "Subscriptions"]
 
 _BOTH: dict[str, Method] = {**reading.METHODS, **listing.METHODS, **completion.METHODS, **skills.METHODS,
-                            **tools.METHODS}
+                            **tools.METHODS, **streaming.METHODS}
 
 HANDSHAKE_METHODS: Mapping[str, Method] = MappingProxyType(
     {**_BOTH, **lifecycle.HANDSHAKE, **subscriptions.HANDSHAKE}

@@ -77,6 +77,8 @@ class ServerView(Protocol):
     @property
     def server_info(self) -> dict[str, Any]: ...
     @property
+    def transport(self) -> str | None: ...  # "tcp" (HTTP), "pipe" (stdio), None (in memory)
+    @property
     def connections(self) -> Collection[SessionView]: ...
     @property
     def subscriptions(self) -> SubscriptionsView: ...
@@ -138,6 +140,8 @@ class RequestView(Protocol):
     kwargs: dict[str, Any]
     uri: str
     reply_of: Callable[[RequestView, Handler, str, Any], bytes]
+    # where its answer goes (the transport's channel, perhaps wrapped by telemetry or a batch)
+    reply: Callable[[Any], None]
 
     @property
     def conn(self) -> SessionView: ...
@@ -173,6 +177,8 @@ class RequestView(Protocol):
     def answer(self, data: bytes) -> None: ...
 
     def complete(self, ok: bool, value: Any) -> None: ...
+
+    def fail(self, exc: BaseException) -> None: ...
 
     def notify(self, message: dict[str, Any]) -> None: ...
 

@@ -13,6 +13,7 @@ from ._base import Method, Notification, cache_hints
 
 if TYPE_CHECKING:
     from ._base import RequestView as Request
+    from ._base import ServerView
     from ._base import SessionView as Connection
 
 __all__ = ["HANDSHAKE", "NOTIFICATIONS", "SKILLS_EXTENSION", "STATELESS", "capabilities"]
@@ -20,10 +21,12 @@ __all__ = ["HANDSHAKE", "NOTIFICATIONS", "SKILLS_EXTENSION", "STATELESS", "capab
 SKILLS_EXTENSION = "io.modelcontextprotocol/skills"  # SEP-2640
 
 
-def capabilities(version: str, skills: bool = False, tools: bool = False) -> dict[str, Any]:
+def capabilities(version: str, skills: bool = False, tools: bool = False, stream: bool = False) -> dict[str, Any]:
     """What this server declares to a client speaking ``version`` (``skills``: the app serves skills;
-    ``tools``: its resources as tools too)."""
+    ``tools``: its resources as tools too; ``stream``: ``resources/stream`` of SEP-2532, HTTP only)."""
     caps: dict[str, Any] = {"resources": {"subscribe": True, "listChanged": True}}
+    if stream:
+        caps["resources"]["stream"] = True
     if tools:
         caps["tools"] = {}
     if version != "2024-11-05":
@@ -33,6 +36,12 @@ def capabilities(version: str, skills: bool = False, tools: bool = False) -> dic
     if skills:
         caps["extensions"] = {SKILLS_EXTENSION: {"directoryRead": True}}
     return caps
+
+
+def streams(server: ServerView) -> bool:
+    """Does this server declare ``resources.stream`` (SEP-2532)?  Over HTTP, once something is
+    ``streamable=True``; never over stdio or in memory (the SEP leaves them out)."""
+    return server.app.streamable and server.transport == "tcp"
 
 
 def initialize(req: Request) -> dict[str, Any]:
@@ -51,7 +60,8 @@ def initialize(req: Request) -> dict[str, Any]:
     server = conn.server
     result: dict[str, Any] = {
         "protocolVersion": version,
-        "capabilities": capabilities(version, conn.app.skills is not None, conn.app.resource_tools),
+        "capabilities": capabilities(version, conn.app.skills is not None, conn.app.resource_tools,
+                                     streams(conn.server)),
         "serverInfo": server.server_info,
     }
     if conn.app.instructions:
@@ -77,7 +87,7 @@ def discover(req: Request) -> dict[str, Any]:
     result: dict[str, Any] = {
         "supportedVersions": list(MODERN_VERSIONS),
         "capabilities": capabilities(req.version or MODERN_VERSIONS[-1], server.app.skills is not None,
-                                     server.app.resource_tools),
+                                     server.app.resource_tools, streams(server)),
     }
     if server.app.instructions:
         result["instructions"] = server.app.instructions

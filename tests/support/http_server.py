@@ -52,6 +52,16 @@ def http_server_process(
     ``script=True`` runs ``python TARGET PORT`` instead of ``resourcekit run TARGET``; ``log``: a file
     that gets the server's stderr.
     """
+    with http_server(target, *extra, extra_env=extra_env, script=script, log=log) as (url, _proc):
+        yield url
+
+
+@contextlib.contextmanager
+def http_server(
+    target: str | Path, *extra: str, extra_env: dict[str, str] | None = None, script: bool = False,
+    log: Path | None = None,
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``http_server_process``, yielding the process too (its pid: its memory)."""
     port = free_port()
     if script:
         argv = [sys.executable, str(target), str(port)]
@@ -62,7 +72,7 @@ def http_server_process(
                             stderr=errors or subprocess.PIPE)
     try:
         wait_for_port(port, proc)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/mcp", proc
     finally:
         stop_process(proc)
         if proc.stderr:

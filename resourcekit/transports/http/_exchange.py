@@ -14,6 +14,8 @@ import logging
 from typing import Any
 
 from ...core import Connection
+from ...methods.streaming import ByteStream
+from ._bytes import PostSink, send_bytes
 from ._headers import JSON_TYPE, Headers, HTTPError, Receive, Send, encode, forbidden_headers, respond, status_of
 from ._sessions import Session
 from ._sse import CANCELLED, ENDED, PRIMING_VERSION, Inbox, OpenStreams, Stream, plain_event, sse_headers, write
@@ -38,6 +40,7 @@ async def exchange(
     issue_session: bool = False,
     bound: int = 0,
     principal: Any = None,
+    sink: PostSink | None = None,
 ) -> None:
     """Hand one POST body to the core and send back what it answers.
 
@@ -47,10 +50,16 @@ async def exchange(
     ``principal``: who sent it (the ``auth`` hook's answer), for the scope checks.
     ``bound``: a long-lived stream (``subscriptions/listen``) queues at most that many
     notifications for a client that does not read them; past it the stream is closed.
+    ``sink``: the body is one ``resources/stream`` request (``_bytes``): answered with the
+    resource's bytes, or with its JSON-RPC error as one JSON body.
     """
     inbox = Inbox(bound)
     conn.principal = principal  # the requests made here copy it (the core is synchronous up to them)
-    conn.receive(message, inbox.put)
+    if sink is None:
+        conn.receive(message, inbox.put)
+    else:
+        sink.put = inbox.put
+        conn.receive(message, sink)
     items = inbox.items
     # ``_request_ids``, inlined for the common body
     ids = ([message["id"]] if "method" in message and "id" in message else []) if type(message) is dict \
@@ -69,7 +78,7 @@ async def exchange(
     if session is not None:
         session.waiting[inbox] = ids
     try:
-        json_ok, sse_ok = accepts
+        json_ok, sse_ok = accepts if sink is None else (True, False)  # bytes, else an error as JSON
         if items:
             first = inbox.pop()
         elif watch:  # the client is watched once the answer takes a while: most come sooner
@@ -90,6 +99,10 @@ async def exchange(
         if first is CANCELLED or first is ENDED:
             await unanswered(send, first, sse_ok)
             return
+        if type(first) is ByteStream:
+            assert sink is not None
+            await send_bytes(first, sink, inbox, receive, send, conn)
+            return
         # the common answer, encoded by the core (or a result): 200, one JSON body
         if type(first) is bytes or (type(first) is dict and "result" in first and "id" in first):
             status = 200
@@ -107,6 +120,8 @@ async def exchange(
         else:  # notifications come first (or the client takes nothing but SSE)
             await _stream(conn, first, inbox, receive, send, ids, watch, session, issued, streams)
     finally:
+        if sink is not None:
+            sink.finish()
         inbox.stop_watching()
         if session is not None:
             session.waiting.pop(inbox, None)
@@ -210,4 +225,4 @@ def _request_ids(message: Any) -> list[Any]:
 
 
 def _is_final(message: Any) -> bool:
-    return type(message) is bytes or type(message) is list or "id" in message
+    return type(message) is bytes or type(message) is list or type(message) is ByteStream or "id" in message

@@ -18,6 +18,7 @@ from ...core import error_response
 from ...core.plan import STATELESS
 from ...errors import InvalidRequest, MCPError, ParseError
 from ...revisions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION
+from ._bytes import sink_for
 from ._exchange import exchange
 from ._gate import with_cors
 from ._headers import (
@@ -42,6 +43,7 @@ from ._headers import (
 if TYPE_CHECKING:
     from ...core import Server
     from ...limits import Limits
+    from ...methods.streaming import Slots
     from ._gate import Authorize
     from ._redis_sessions import SharedSessions
     from ._sessions import SessionTable
@@ -70,6 +72,8 @@ class Endpoint(Protocol):
     def streams(self) -> OpenStreams: ...
     @property
     def server(self) -> Server: ...
+    @property
+    def byte_streams(self) -> Slots: ...
 
     def admit(self, scope: Scope, headers: RequestHeaders, send: Send) -> Send: ...
 
@@ -159,7 +163,7 @@ async def post(endpoint: Endpoint, scope: Scope, receive: Receive, send: Send, m
         if shared is not None:
             out = shared.prepare(session, message, out)
         await exchange(session.conn, message, receive, out, accepted, endpoint.streams, session=session,
-                       principal=principal)
+                       principal=principal, sink=sink_for(message, endpoint.byte_streams, headers))
     except Exception as exc:
         await refuse(scope, cors, exc)
 
@@ -188,7 +192,7 @@ async def _post_modern(endpoint: Endpoint, message: Any, headers: dict[bytes, by
     conn = endpoint.server.connect(_discard, stateless=True)
     bound = endpoint.limits.max_pending_notifications if listen else 0
     await exchange(conn, message, receive, send, accepted, endpoint.streams, watch=True, bound=bound,
-                   principal=principal)
+                   principal=principal, sink=sink_for(message, endpoint.byte_streams, headers))
 
 
 async def _initialize(endpoint: Endpoint, message: dict[str, Any], receive: Receive, send: Send,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..._runner import ThreadRunner
 from ...core import Server
 from ...logs import Repeats
+from ...methods.streaming import Slots
 from ...revisions import MODERN_VERSIONS
 from ._gate import AuthHook, bare_host, check_host_and_origin, gate, preflight_headers, well_known, with_cors
 from ._headers import (
@@ -116,6 +117,7 @@ class ASGIApp:
             self.shared = SharedSessions(table, RedisBroker(redis, redis_prefix, max_events=replay), self.repeats)
         self.sessions: SessionTable = self.shared if self.shared is not None else SessionTable(table)
         self.streams = OpenStreams(max_streams, keepalive)
+        self.byte_streams = Slots(limits.max_byte_streams)  # resources/stream responses (SEP-2532)
         self.closed = False
         self._server: Server | None = None
         self._reaper: asyncio.Task[None] | None = None
