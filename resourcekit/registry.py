@@ -9,7 +9,15 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .contents import guess_mime_type
-from .declaration import DEFAULT_OPTIONS, Handler, Options, completers_for, normalize_annotations, plain_handler
+from .declaration import (
+    DEFAULT_OPTIONS,
+    Handler,
+    Options,
+    check_tool_option,
+    completers_for,
+    normalize_annotations,
+    plain_handler,
+)
 from .errors import (
     DefinitionError,
     DuplicateResourceError,
@@ -64,6 +72,7 @@ if TYPE_CHECKING:  # the keyword options, for type checkers only: importing typi
     class TemplateOptions(_Options, total=False):
         lister: Callable[..., Any] | None
         complete: Mapping[str, Callable[..., Any]] | None
+        tool: str | bool | None
 
 
 CACHE_SCOPES = ("public", "private")
@@ -248,6 +257,7 @@ class Registry:
         children: Callable[..., Any] | None = None,
         poll: float | None = None,
         scopes: Iterable[str] | None = None,
+        tool: str | bool | None = None,
     ) -> Handler:
         mime_type = _mime_type(mime_type, sig, uri.split("{", 1)[0] if template else uri)
         name = name or sig.name
@@ -255,7 +265,7 @@ class Registry:
         wire = None  # a plain resource's is made when listed (Handler.wire): 184 bytes less each
         rare = (size is not None or annotations or icons or meta or ttl_ms is not None or cache_scope is not None
                 or kind is not None or metadata is not None or lister is not None or complete
-                or children is not None or poll is not None or scopes is not None)
+                or children is not None or poll is not None or scopes is not None or tool is not None)
         if rare or template is not None or title or description:
             wire = {"name": name, "uriTemplate" if template else "uri": uri}
             if title:
@@ -267,7 +277,7 @@ class Registry:
                 wire["mimeType"] = mime_type
             if rare or (template is not None and sig.params):
                 extras = self._options(uri, template, sig, wire, size, annotations, icons, meta, ttl_ms,
-                                       cache_scope, kind, metadata, lister, complete, children, poll, scopes)
+                                       cache_scope, kind, metadata, lister, complete, children, poll, scopes, tool)
         return self._insert(Handler(uri, template, fn, sig, mime_type, wire, extras, 0, name), lister is not None)
 
     def _insert(self, handler: Handler, listed: bool = False) -> Handler:
@@ -311,6 +321,7 @@ class Registry:
         children: Callable[..., Any] | None,
         poll: float | None,
         scopes: Iterable[str] | None,
+        tool: str | bool | None = None,
     ) -> Options:
         """Check the less common options (and add what they show to ``wire``)."""
         if cache_scope is not None and cache_scope not in CACHE_SCOPES:
@@ -339,12 +350,14 @@ class Registry:
             raise DefinitionError(f"children of {uri!r} must be callable")
         if poll is not None and poll <= 0:
             raise DefinitionError(f"poll interval of {uri!r} must be positive")
+        if tool is not None:
+            check_tool_option(uri, template, sig.name, tool)
         completers = completers_for(uri, template, sig, complete)
         required = normalize_scopes(scopes, repr(uri))
         if required:
             self.declared_scopes |= required
         return Options(size, dict(meta) if meta else None, ttl_ms, cache_scope, kind, metadata, lister,
-                       lister_paged, completers, children, poll, required)
+                       lister_paged, completers, children, poll, required, None if tool is True else tool)
 
     def add_skills(self, directory: str | os.PathLike[str], *, prefix: str = "", poll: float | None = 2.0) -> None:
         """Serve each folder with a ``SKILL.md`` under ``directory`` as ``skill://<prefix/><path>/<file>``
