@@ -87,7 +87,9 @@ class Registry:
     (``page_size``, ``max_message_size`` and ``max_workers`` are shorthands for
     three of them); ``ttl_ms`` and ``cache_scope`` are the caching hints of
     2026-07-28 results unless a resource says otherwise.  ``resource_tools`` also serves
-    the resources as two read-only tools (``list_resources``, ``read_resource``).
+    the resources as read-only tools (``list_resources``, ``read_resource``, one per template).
+    ``subscribe=False`` / ``list_changed=False``: the server declares no ``subscribe`` / ``listChanged``
+    and sends no such notifications (for data that never changes, or serverless hosts).
     """
 
     state: Any = None  # what the app's lifespan yielded, while it runs (App.lifespan)
@@ -108,6 +110,8 @@ class Registry:
         cache_scope: str = "private",
         max_workers: int | None = None,
         resource_tools: bool = False,
+        subscribe: bool = True,
+        list_changed: bool = True,
         scopes: Iterable[str] | None = None,
         telemetry: bool = True,
         lifespan: Callable[..., Any] | None = None,
@@ -137,6 +141,9 @@ class Registry:
         self._tracker: Tracker | None = None
         self.skills: SkillCatalog | None = None  # what add_skills mounted (SEP-2640)
         self.resource_tools = resource_tools  # list_resources, read_resource as tools too (for hosts of tools only)
+        # capabilities a client may rely on: off, not declared (subscriptions and list_changed never come)
+        self.subscribe = subscribe
+        self.list_changed = list_changed
         # what reading takes unless a declaration says otherwise; every scope declared (resourcekit.scopes)
         self.scopes = normalize_scopes(scopes, f"App {name!r}") or NO_SCOPES
         self.declared_scopes: set[str] = set(self.scopes)

@@ -57,6 +57,8 @@ class Watched(AppView, Protocol):
     def resources(self) -> SeqIndex[Handler]: ...
     @property
     def templates(self) -> SeqIndex[Handler]: ...
+    @property
+    def list_changed(self) -> bool: ...
 
 log = logging.getLogger("resourcekit")
 
@@ -345,7 +347,10 @@ class Tracker:
         self.notify_list_changed(force=True)
 
     def notify_list_changed(self, force: bool = False) -> None:
-        """Report list_changed, coalesced; unless ``force``, only if the list's version moved."""
+        """Report list_changed, coalesced; unless ``force``, only if the list's version moved (never
+        when the app declares no ``listChanged``)."""
+        if not self.registry.list_changed:
+            return
         if self.registry.telemetry and spans.active():
             telemetry.causes.caused((telemetry.causes.LIST,), "notify_list_changed")
         self.schedule_list(force)
