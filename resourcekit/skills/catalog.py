@@ -19,20 +19,34 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
 import importlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
 from ..contents import Blob, Text, guess_mime_type
 from ..errors import DefinitionError, ResourceNotFound
 from ..pagination import SeqIndex
-from .files import MAX_BYTES, MAX_FILES, SKILL_FILE, SkillError, check_frontmatter, hash_file, read_confined, walk
+from .dynamic import DynamicSkill
+from .files import (
+    MAX_BYTES,
+    MAX_FILES,
+    SKILL_FILE,
+    SKIPPED,
+    SkillError,
+    check_frontmatter,
+    hash_file,
+    read_confined,
+    walk,
+)
 
 if TYPE_CHECKING:
+    from importlib.abc import Traversable  # importlib.resources.abc from Python 3.11
+
     from .._runner import ThreadRunner
 
 __all__ = ["DIRECTORY_MIME", "Mount", "SkillCatalog", "SkillError"]
@@ -45,6 +59,9 @@ class Mount(Protocol):
                      mime_type: str) -> object: ...
 
     def remove(self, uri: str) -> None: ...
+
+    def add_template(self, fn: Callable[..., Any], uri_template: str, *, name: str, tool: bool,
+                     description: str) -> object: ...
 
     def notify_changed(self, uri: str) -> None: ...
 
@@ -71,20 +88,43 @@ class _File:
 
 
 class _Mount:
-    """One directory given to ``add_skills``."""
+    """One directory given to ``add_skills``: a path, or a package's ``Traversable`` (``tree``: read
+    through it, also from a zip file; what a package ships does not change while it is imported)."""
 
-    def __init__(self, directory: str | os.PathLike[str], prefix: str) -> None:
-        self.display = os.fspath(directory)
-        self.root = os.path.realpath(self.display)
-        if not os.path.isdir(self.root):
+    def __init__(self, directory: str | os.PathLike[str] | Traversable, prefix: str) -> None:
+        self.tree: Traversable | None = None
+        if isinstance(directory, (str, os.PathLike)):
+            self.display = os.fspath(directory)
+            self.root = os.path.realpath(self.display)
+            is_dir = os.path.isdir(self.root)
+            one_skill = is_dir and os.path.isfile(os.path.join(self.root, SKILL_FILE))
+            name = os.path.basename(self.root)
+        elif callable(getattr(directory, "iterdir", None)) and callable(getattr(directory, "read_bytes", None)):
+            self.tree, self.display, self.root = directory, str(directory), ""
+            is_dir = directory.is_dir()
+            one_skill = is_dir and (directory / SKILL_FILE).is_file()
+            name = directory.name
+        else:
+            raise DefinitionError(f"add_skills takes a directory (a path, or importlib.resources.files(...) / "
+                                  f"'skills'), not {directory!r}")
+        if not is_dir:
             raise DefinitionError(f"skills directory {self.display!r} is not a directory")
         segments = [s for s in prefix.strip("/").split("/") if s] if prefix else []
         if any(s in (".", "..") for s in segments):
             raise DefinitionError(f"skills prefix {prefix!r} may not contain '.' or '..' segments")
-        if os.path.isfile(os.path.join(self.root, SKILL_FILE)):  # the directory is itself one skill
-            segments.append(os.path.basename(self.root))
+        if one_skill:  # the directory is itself one skill
+            segments.append(name)
         self.base = segments
         self.warned: set[str] = set()
+
+    def read(self, path: str) -> bytes | None:
+        """A served file's bytes (``path``: as ``_File`` keeps it), or None if it is gone or escapes."""
+        if self.tree is None:
+            return read_confined(self.root, path)
+        try:
+            return _below(self.tree, path).read_bytes()
+        except OSError:
+            return None
 
     def uri(self, rel: str) -> str:
         parts = self.base + rel.split("/") if rel else self.base
@@ -93,7 +133,7 @@ class _Mount:
     def scan(self, previous: Mapping[str, _File], strict: bool) -> tuple[dict[str, _File], dict[str, list[str]],
                                                                           set[str]]:
         """(served files by URI, each valid skill's file URIs by its SKILL.md URI, directory URIs)."""
-        found = list(walk(self.root, self.warned))
+        found = list(walk(self.root, self.warned) if self.tree is None else _walk_tree(self.tree))
         skill_dirs = {rel.rpartition("/")[0] for rel, is_dir, _ in found
                       if not is_dir and rel.rpartition("/")[2] == SKILL_FILE}
         if "" in skill_dirs and not self.base:  # a SKILL.md at the root needs a name: the prefix
@@ -108,7 +148,6 @@ class _Mount:
             if is_dir:
                 below.append((rel, owners))
                 continue
-            assert st is not None
             uri = self.uri(rel)
             file = self._file(uri, rel, st, previous.get(uri))
             if file is not None:
@@ -140,12 +179,17 @@ class _Mount:
                 dirs.add(uri)
         return files, skills, dirs
 
-    def _file(self, uri: str, rel: str, st: os.stat_result, old: _File | None) -> _File | None:
-        key = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev, st.st_ctime_ns)
+    def _file(self, uri: str, rel: str, st: os.stat_result | None, old: _File | None) -> _File | None:
+        # a package's files do not change while it is imported: hashed once
+        key = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev, st.st_ctime_ns) if st is not None else ()
         if old is not None and old.key == key:
             return old  # unchanged: no re-read, no re-hash
-        path = os.path.join(self.root, rel)
-        hashed = hash_file(self.root, path)
+        if self.tree is None:
+            path = os.path.join(self.root, rel)
+            hashed = hash_file(self.root, path)
+        else:
+            path, data = rel, self.read(rel)
+            hashed = None if data is None else (hashlib.sha256(data).hexdigest(), len(data), data)
         if hashed is None:
             return None
         digest, size, data = hashed
@@ -209,6 +253,7 @@ class SkillCatalog:
         self.seqs: dict[str, int] = {}
         self.dirs: dict[str, tuple[tuple[str, str, bool], ...]] = {}  # dir URI -> (name, uri, is_dir) children
         self.poll: float | None = None
+        self.dynamic: dict[str, DynamicSkill] = {}  # skill:// directory URI -> a skill a function generates
         self._seq = 0
         self._lock = threading.Lock()
         self._task: asyncio.Task[None] | None = None
@@ -216,7 +261,7 @@ class SkillCatalog:
         self._stop_watching: asyncio.Event | None = None
         self._servers = 0
 
-    def mount(self, directory: str | os.PathLike[str], prefix: str, poll: float | None) -> None:
+    def mount(self, directory: str | os.PathLike[str] | Traversable, prefix: str, poll: float | None) -> None:
         if poll is not None and poll <= 0:
             raise DefinitionError("poll interval of skills must be positive")
         mount = _Mount(directory, prefix)
@@ -229,6 +274,60 @@ class SkillCatalog:
             if poll is not None:
                 self.poll = poll if self.poll is None else min(self.poll, poll)
             self._apply({**self.files, **files}, {**self.skills, **skills}, set(self.dirs) | dirs)
+
+    def add_dynamic(self, skill: DynamicSkill) -> None:
+        """Serve a generated skill: its ``SKILL.md`` listed, its other files by a template, read on demand."""
+        base = SCHEME + _segment(skill.name)
+        top = f"{base}/{SKILL_FILE}"
+        with self._lock:
+            if base in self.dynamic or top in self.entries or top in self.files:
+                raise SkillError(f"{skill.where}: skill {top} is already served")
+            registry = self.registry
+
+            def read_skill_md() -> Text:
+                text = _files_of(skill, top)[SKILL_FILE]
+                assert isinstance(text, str)  # DynamicSkill.files made it so
+                return Text(text, "text/markdown")
+
+            def read_skill_file(path: str) -> Text | Blob:
+                uri = f"{base}/{path}"
+                content = _files_of(skill, uri).get(path)
+                if content is None:
+                    raise ResourceNotFound(uri)
+                mime = guess_mime_type(path, "")
+                if isinstance(content, str):
+                    return Text(content, mime or "text/plain")
+                return Blob(content, mime or "application/octet-stream")
+
+            registry.add_resource(read_skill_md, top, name=skill.name, description=skill.frontmatter["description"],
+                                  mime_type="text/markdown")
+            registry.add_template(read_skill_file, base + "/{+path}", name=f"{skill.name}-files", tool=False,
+                                  description=f"A file of the skill {skill.name} (generated when read)")
+            self.dynamic[base] = skill
+            self.entries[top] = _dynamic_entry(top, skill)
+            self._seq += 1
+            self.seqs[top] = self._seq
+            self.index.append(self._seq, top)
+
+    def _dynamic_entries(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        for base, skill in self.dynamic.items():
+            yield f"{base}/{SKILL_FILE}", _dynamic_entry(f"{base}/{SKILL_FILE}", skill)
+
+    def dynamic_directory(self, uri: str) -> Callable[[], tuple[tuple[str, str, bool], ...]] | None:
+        """For a directory of a generated skill, what lists it (called in a worker: it calls the function)."""
+        for base, skill in self.dynamic.items():
+            if uri == base or uri.startswith(base + "/"):
+                path = uri[len(base) + 1:].strip("/")
+
+                def listing(skill: DynamicSkill = skill, base: str = base, path: str = path) -> tuple[
+                        tuple[str, str, bool], ...]:
+                    children = skill.children(path)
+                    if children is None:
+                        raise ResourceNotFound(uri)
+                    return tuple((name, f"{base}/{rel}", is_dir) for name, rel, is_dir in children)
+
+                return listing
+        return None
 
     def rescan(self) -> None:
         """Look at every mount again (a worker thread): register, remove and re-check what moved."""
@@ -252,7 +351,8 @@ class SkillCatalog:
             return  # nothing moved: entries stay as they are
         self.files = files
         self.entries = {uri: _entry(uri, members, files) for uri, members in skills.items()}
-        for uri in [u for u in self.seqs if u not in skills]:
+        self.entries.update((uri, entry) for uri, entry in self._dynamic_entries())
+        for uri in [u for u in self.seqs if u not in skills and u not in self.entries]:
             self.index.remove(self.seqs.pop(uri))
         for uri in sorted(u for u in skills if u not in self.seqs):
             self._seq += 1
@@ -276,7 +376,7 @@ class SkillCatalog:
     def _register(self, uri: str, file: _File) -> None:
         name, description = _shown(file)
         mime = "text/markdown" if name is not None else _mime(uri, file.text)
-        self.registry.add_resource(_reader(file.mount.root, file.path, uri, mime), uri,
+        self.registry.add_resource(_reader(file.mount, file.path, uri, mime), uri,
                                    name=name or uri.rpartition("/")[2], description=description, mime_type=mime)
 
     # --- serving: a rescan every ``poll`` seconds while a server runs --------------------------
@@ -303,7 +403,10 @@ class SkillCatalog:
 
     async def _watch(self, runner: ThreadRunner, watchfiles: Any, stop: asyncio.Event) -> None:
         try:
-            async for _ in watchfiles.awatch(*(m.root for m in self.mounts), stop_event=stop, debounce=100):
+            roots = [m.root for m in self.mounts if m.tree is None]
+            if not roots:
+                return  # only packages: nothing to watch
+            async for _ in watchfiles.awatch(*roots, stop_event=stop, debounce=100):
                 await runner.call(self.rescan)
         except Exception:
             if not stop.is_set():
@@ -338,6 +441,17 @@ def _entry(uri: str, members: list[str], files: Mapping[str, _File]) -> dict[str
             "resources": [{"uri": u, "digest": "sha256:" + files[u].digest, "size": files[u].size} for u in members]}
 
 
+def _dynamic_entry(uri: str, skill: DynamicSkill) -> dict[str, Any]:
+    return {"uri": uri, "frontmatter": skill.frontmatter, "resources": "dynamic"}  # SEP-2640: no digests
+
+
+def _files_of(skill: DynamicSkill, uri: str) -> dict[str, str | bytes]:
+    try:
+        return skill.files()
+    except (TypeError, ValueError) as exc:  # the function's mistake: logged, answered as a handler's bug
+        raise RuntimeError(f"{uri}: {exc}") from exc
+
+
 def _tree(files: Mapping[str, _File], dirs: set[str]) -> dict[str, tuple[tuple[str, str, bool], ...]]:
     children: dict[str, list[tuple[str, str, bool]]] = {d: [] for d in dirs}
     for uri, is_dir in [*((u, False) for u in files), *((d, True) for d in dirs)]:
@@ -347,9 +461,34 @@ def _tree(files: Mapping[str, _File], dirs: set[str]) -> dict[str, tuple[tuple[s
     return {d: tuple(sorted(c)) for d, c in children.items()}
 
 
-def _reader(root: str, path: str, uri: str, mime: str) -> Callable[[], Text | Blob]:
+def _walk_tree(tree: Traversable) -> Iterator[tuple[str, bool, None]]:
+    """``walk`` over a ``Traversable`` (a package's directory, also in a zip file): directories before
+    their contents, names sorted, hidden names and ``__pycache__`` left out."""
+    stack: list[tuple[Traversable, str]] = [(tree, "")]
+    while stack:
+        directory, rel = stack.pop()
+        below = []
+        for entry in sorted(directory.iterdir(), key=lambda e: e.name):
+            if entry.name.startswith(".") or entry.name in SKIPPED:
+                continue
+            child = f"{rel}/{entry.name}" if rel else entry.name
+            if entry.is_dir():
+                yield child, True, None
+                below.append((entry, child))
+            elif entry.is_file():
+                yield child, False, None
+        stack.extend(reversed(below))
+
+
+def _below(tree: Traversable, rel: str) -> Traversable:
+    for part in rel.split("/"):
+        tree = tree / part
+    return tree
+
+
+def _reader(mount: _Mount, path: str, uri: str, mime: str) -> Callable[[], Text | Blob]:
     def read_skill_file() -> Text | Blob:
-        data = read_confined(root, path)
+        data = mount.read(path)
         if data is None:
             raise ResourceNotFound(uri)
         try:
