@@ -60,11 +60,18 @@ def load_app(target: str) -> App:
     finally:
         gc.enable()
         gc.freeze()
+    app = find_app(vars(module), attr, shown)
     if os.environ.get(RESOURCE_TOOLS_ENV) == "1":
-        app = find_app(vars(module), attr, shown)
         app.resource_tools = True
-        return app
-    return find_app(vars(module), attr, shown)
+    if app.resource_tools:  # a template tool's name is checked at start-up: said here in one line
+        from .errors import DefinitionError
+        from .methods.template_tools import tool_table
+
+        try:
+            tool_table(app)
+        except DefinitionError as exc:
+            raise CLIError(f"{shown}: {exc}") from None
+    return app
 
 
 def package_root(path: str) -> tuple[str, str]:

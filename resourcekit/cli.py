@@ -68,7 +68,8 @@ def _add_run(run: argparse.ArgumentParser) -> None:
                      help="HTTP: wait this long at start-up for Redis (default 0: unreachable is an error at once)")
     run.add_argument("--workers", type=int, metavar="N", help="HTTP: worker processes (N > 1 needs --redis)")
     run.add_argument("--resource-tools", action="store_true",
-                     help="also serve the resources as two read-only tools, for hosts that only call tools")
+                     help="also serve the resources as read-only tools (list_resources, read_resource, one per "
+                          "template), for hosts that only call tools")
     auth = run.add_argument_group("authorization", "HTTP: accept only OAuth 2.1 access tokens (the auth extra; "
                                   "docs/authorization.md)")
     auth.add_argument("--auth-issuer", metavar="URL", help="the authorization server that issues the tokens")
@@ -113,7 +114,7 @@ def _add_dev(dev: argparse.ArgumentParser) -> None:
     dev.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"the port on 127.0.0.1 (default {DEFAULT_PORT})")
     dev.add_argument("--no-open", action="store_true", help="do not open a browser")
     dev.add_argument("--reload", action="store_true", help="restart when the app's directory changes")
-    dev.add_argument("--resource-tools", action="store_true", help="also serve the resources as two read-only tools")
+    dev.add_argument("--resource-tools", action="store_true", help="also serve the resources as read-only tools")
     dev.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, help="log to stderr from this level")
 
 

@@ -8,15 +8,18 @@ from collections.abc import Callable, Iterable, Mapping
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from .errors import DefinitionError
+from .errors import DefinitionError, ToolNameError
 
 if TYPE_CHECKING:
     from .signature import Signature
     from .templates import UriTemplate
 
-__all__ = ["Handler", "choices_completer", "completers_for", "normalize_annotations", "plain_handler"]
+__all__ = ["BAD_TOOL_NAME", "Handler", "check_tool_option", "choices_completer", "completers_for",
+           "normalize_annotations", "plain_handler", "tool_name_allowed"]
 
 _AUDIENCES = frozenset({"user", "assistant"})
+# SEP-986 (2025-11-25): a tool's name is 1-128 of these characters
+_TOOL_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.")
 
 
 class Completer:
@@ -51,7 +54,7 @@ class Options:
     """The rarely-set options of a declaration; one shared instance when none is set."""
 
     __slots__ = ("cache_scope", "children", "completers", "kind", "lister", "lister_paged", "meta",
-                 "metadata", "poll", "scopes", "size", "streamable", "ttl_ms")
+                 "metadata", "poll", "scopes", "size", "streamable", "tool", "ttl_ms")
 
     def __init__(
         self,
@@ -67,6 +70,7 @@ class Options:
         children: Callable[..., Any] | None = None,
         poll: float | None = None,
         scopes: frozenset[str] | None = None,
+        tool: str | bool | None = None,
         streamable: bool = False,
     ) -> None:
         self.size = size
@@ -81,6 +85,7 @@ class Options:
         self.children = children
         self.poll = poll
         self.scopes = scopes  # None: the App's (resourcekit.scopes)
+        self.tool = tool  # a template's tool: None its name, False none (methods.template_tools)
         self.streamable = streamable  # served by resources/stream too (SEP-2532)
 
 
@@ -181,6 +186,7 @@ class Handler:
     poll = _delegate("poll")
     scopes = _delegate("scopes")
     streamable = _delegate("streamable")
+    tool = _delegate("tool")
 
     def convert(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         """Typed keyword arguments from matched strings; ValueError if they do not convert."""
@@ -298,3 +304,22 @@ def completers_for(uri: str, template: UriTemplate | None, sig: Signature,
         completers[name] = Completer(fn)
     return completers
 
+
+
+def check_tool_option(uri: str, template: UriTemplate | None, function: str, tool: object) -> None:
+    """``tool=`` of ``@app.template``: a name MCP allows, True (the template's name) or False (no tool)."""
+    if template is None:
+        raise DefinitionError(f"tool= is a template option; {uri!r} is a resource (read_resource reads it)")
+    if isinstance(tool, bool):
+        return
+    if not isinstance(tool, str):
+        raise DefinitionError(f"tool= of {uri!r} must be a tool name or False, not {tool!r}")
+    if not tool_name_allowed(tool):
+        raise ToolNameError(tool, (f"{function}()",), BAD_TOOL_NAME)
+
+
+BAD_TOOL_NAME = "MCP allows 1-128 characters in a tool's name: letters, digits, '_', '-' and '.'"
+
+
+def tool_name_allowed(name: str) -> bool:
+    return 0 < len(name) <= 128 and _TOOL_CHARS.issuperset(name)

@@ -31,6 +31,7 @@ __all__ = [
     "ResourceTooLarge",
     "StreamNotSupported",
     "TemplateSyntaxError",
+    "ToolNameError",
     "UnknownParameterError",
     "UnsupportedParameterType",
     "UnsupportedReturnType",
@@ -151,6 +152,15 @@ class UnsupportedReturnType(DefinitionError):
         shown = annotation.__qualname__ if type(annotation) is type else repr(annotation)
         super().__init__(f"{function}() is annotated to return {shown}, which cannot be served: return str, bytes, "
                          "JSON data (a dict, a list, a dataclass), a Path, Text or Blob")
+
+
+class ToolNameError(DefinitionError):
+    """A template's tool (``App(resource_tools=True)``) has a name MCP does not allow, or one another
+    tool has; ``functions`` names the functions involved."""
+
+    def __init__(self, name: str, functions: tuple[str, ...], reason: str) -> None:
+        self.name, self.functions, self.reason = name, functions, reason
+        super().__init__(f"tool {name!r} of {' and '.join(functions)}: {reason}")
 
 
 class LifespanDefinitionError(DefinitionError, TypeError):

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import inspect
-import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from . import declaration
 from .contents import guess_mime_type
 from .declaration import DEFAULT_OPTIONS, Handler, Options, completers_for, normalize_annotations, plain_handler
 from .errors import (
@@ -26,11 +26,9 @@ from .pagination import SeqIndex
 from .router import Router
 from .scopes import NO_SCOPES, normalize_scopes
 from .signature import Signature, SignatureCache
+from .skills_api import SkillsDeclared
 from .templates import UriTemplate
 from .tracking import Tracker
-
-if TYPE_CHECKING:
-    from .skills.catalog import SkillCatalog
 
 __all__ = ["Registry"]
 
@@ -65,6 +63,7 @@ if TYPE_CHECKING:  # the keyword options, for type checkers only: importing typi
     class TemplateOptions(_Options, total=False):
         lister: Callable[..., Any] | None
         complete: Mapping[str, Callable[..., Any]] | None
+        tool: str | bool | None
 
 
 CACHE_SCOPES = ("public", "private")
@@ -72,13 +71,16 @@ _GUESSABLE = frozenset({None, "application/octet-stream", "text/plain"})
 _PLAIN = frozenset({"name", "mime_type"})  # a resource declared with only these keeps no listed object
 
 
-class Registry:
+class Registry(SkillsDeclared):
     """A set of MCP resources and templates (``App`` adds serving on top).
 
-    ``limits`` bounds everything a client can make the server hold or do (``page_size``,
-    ``max_message_size`` and ``max_workers`` are shorthands for three of them); ``ttl_ms`` and
-    ``cache_scope`` are the caching hints of 2026-07-28 results unless a resource says otherwise.
-    ``resource_tools`` also serves the resources as two read-only tools (``list_resources``, ``read_resource``).
+    ``limits`` bounds everything a client can make the server hold or do
+    (``page_size``, ``max_message_size`` and ``max_workers`` are shorthands for
+    three of them); ``ttl_ms`` and ``cache_scope`` are the caching hints of
+    2026-07-28 results unless a resource says otherwise.  ``resource_tools`` also serves
+    the resources as read-only tools (``list_resources``, ``read_resource``, one per template).
+    ``subscribe=False`` / ``list_changed=False``: the server declares no ``subscribe`` / ``listChanged``
+    and sends no such notifications (for data that never changes, or serverless hosts).
     """
 
     state: Any = None  # what the app's lifespan yielded, while it runs (App.lifespan)
@@ -99,6 +101,8 @@ class Registry:
         cache_scope: str = "private",
         max_workers: int | None = None,
         resource_tools: bool = False,
+        subscribe: bool = True,
+        list_changed: bool = True,
         scopes: Iterable[str] | None = None,
         telemetry: bool = True,
         lifespan: Callable[..., Any] | None = None,
@@ -126,9 +130,11 @@ class Registry:
         self._signatures = SignatureCache()
         self._lock = threading.Lock()
         self._tracker: Tracker | None = None
-        self.skills: SkillCatalog | None = None  # what add_skills mounted (SEP-2640)
         self.streamable = False  # something was declared streamable=True: resources.stream over HTTP (SEP-2532)
         self.resource_tools = resource_tools  # list_resources, read_resource as tools too (for hosts of tools only)
+        # capabilities a client may rely on: off, not declared (subscriptions and list_changed never come)
+        self.subscribe = subscribe
+        self.list_changed = list_changed
         # what reading takes unless a declaration says otherwise; every scope declared (resourcekit.scopes)
         self.scopes = normalize_scopes(scopes, f"App {name!r}") or NO_SCOPES
         self.declared_scopes: set[str] = set(self.scopes)
@@ -249,6 +255,7 @@ class Registry:
         children: Callable[..., Any] | None = None,
         poll: float | None = None,
         scopes: Iterable[str] | None = None, streamable: bool = False,
+        tool: str | bool | None = None,
     ) -> Handler:
         mime_type = _mime_type(mime_type, sig, uri.split("{", 1)[0] if template else uri)
         name = name or sig.name
@@ -256,7 +263,7 @@ class Registry:
         wire = None  # a plain resource's is made when listed (Handler.wire): 184 bytes less each
         rare = (size is not None or annotations or icons or meta or ttl_ms is not None or cache_scope is not None
                 or kind is not None or metadata is not None or lister is not None or complete
-                or children is not None or poll is not None or scopes is not None or streamable)
+                or children is not None or poll is not None or scopes is not None or streamable or tool is not None)
         if rare or template is not None or title or description:
             wire = {"name": name, "uriTemplate" if template else "uri": uri}
             if title:
@@ -268,7 +275,7 @@ class Registry:
                 wire["mimeType"] = mime_type
             if rare or (template is not None and sig.params):
                 extras = self._options(uri, template, sig, wire, size, annotations, icons, meta, ttl_ms,
-                                       cache_scope, kind, metadata, lister, complete, children, poll, scopes)
+                                       cache_scope, kind, metadata, lister, complete, children, poll, scopes, tool)
         self.streamable = extras.mark_streamable(uri, streamable, wire) or self.streamable
         return self._insert(Handler(uri, template, fn, sig, mime_type, wire, extras, 0, name), lister is not None)
 
@@ -313,6 +320,7 @@ class Registry:
         children: Callable[..., Any] | None,
         poll: float | None,
         scopes: Iterable[str] | None,
+        tool: str | bool | None = None,
     ) -> Options:
         """Check the less common options (and add what they show to ``wire``)."""
         if cache_scope is not None and cache_scope not in CACHE_SCOPES:
@@ -341,22 +349,14 @@ class Registry:
             raise DefinitionError(f"children of {uri!r} must be callable")
         if poll is not None and poll <= 0:
             raise DefinitionError(f"poll interval of {uri!r} must be positive")
+        if tool is not None:
+            declaration.check_tool_option(uri, template, sig.name, tool)
         completers = completers_for(uri, template, sig, complete)
         required = normalize_scopes(scopes, repr(uri))
         if required:
             self.declared_scopes |= required
         return Options(size, dict(meta) if meta else None, ttl_ms, cache_scope, kind, metadata, lister,
-                       lister_paged, completers, children, poll, required)
-
-    def add_skills(self, directory: str | os.PathLike[str], *, prefix: str = "", poll: float | None = 2.0) -> None:
-        """Serve each folder with a ``SKILL.md`` under ``directory`` as ``skill://<prefix/><path>/<file>``
-        resources (SEP-2640; docs/skills.md), rescanned every ``poll`` seconds while serving."""
-        from .skills.catalog import SkillCatalog
-
-        with self._lock:
-            if self.skills is None:
-                self.skills = SkillCatalog(self)
-        self.skills.mount(directory, prefix, poll)
+                       lister_paged, completers, children, poll, required, None if tool is True else tool)
 
     def remove(self, uri: str) -> None:
         """Remove a resource (by URI) or template (by its template string) at run time."""

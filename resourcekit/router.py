@@ -47,8 +47,8 @@ class Match:
 
 
 class Router:
-    __slots__ = ("_buckets", "_cache", "_canonical", "_key_lengths", "_listy", "claim", "exact", "max_uri_length",
-                 "templates")
+    __slots__ = ("_buckets", "_cache", "_canonical", "_key_lengths", "_listy", "claim", "exact", "generation",
+                 "max_uri_length", "templates")
 
     def __init__(self, *, max_uri_length: int = 8192) -> None:
         self.max_uri_length = max_uri_length
@@ -58,6 +58,7 @@ class Router:
         # declaring 100,000 resources is a hot path
         self.claim: Callable[[str, Handler], Handler] = self.exact.setdefault
         self.templates: dict[str, Handler] = {}  # by template string
+        self.generation = 0  # counts the templates' comings and goings (what is worked out from them stays)
         self._canonical: dict[str, Handler] = {}
         self._buckets: dict[str, list[Handler]] = {}  # each list is replaced, never changed
         self._key_lengths: frozenset[int] = frozenset()  # which prefix lengths have a bucket
@@ -86,6 +87,7 @@ class Router:
         self._buckets[key] = sorted([*self._buckets.get(key, ()), handler], key=_precedence)
         self._key_lengths = self._key_lengths | {len(key)}
         self._cache = {}
+        self.generation += 1
 
     def remove(self, handler: Handler) -> None:
         template = handler.template
@@ -107,6 +109,7 @@ class Router:
                 self._key_lengths = self._key_lengths - {len(key)}
         self._listy = self._listy - {handler}
         self._cache = {}
+        self.generation += 1
 
     def candidates(self, uri: str) -> list[Handler]:
         """Templates that may match ``uri``, in precedence order."""

@@ -59,6 +59,8 @@ class Watched(AppView, Protocol):
     def resources(self) -> SeqIndex[Handler]: ...
     @property
     def templates(self) -> SeqIndex[Handler]: ...
+    @property
+    def list_changed(self) -> bool: ...
 
 log = logging.getLogger("resourcekit")
 
@@ -342,7 +344,10 @@ class Tracker:
         self.pollers.start_lists([handler])
 
     def notify_list_changed(self, force: bool = False) -> None:
-        """Report list_changed, coalesced; unless ``force``, only if the list's version moved."""
+        """Report list_changed, coalesced; unless ``force``, only if the list's version moved (never
+        when the app declares no ``listChanged``)."""
+        if not self.registry.list_changed:
+            return
         if self.registry.telemetry and spans.active():
             telemetry.causes.caused((telemetry.causes.LIST,), "notify_list_changed")
         self.schedule_list(force)

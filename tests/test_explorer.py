@@ -29,7 +29,7 @@ CHROMIUM = os.environ.get("RESOURCEKIT_CHROMIUM") or shutil.which("chromium") or
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 ARTIFACTS = Path(os.environ.get("RESOURCEKIT_ARTIFACTS") or Path(tempfile.gettempdir()) / "resourcekit-artifacts")
-TOTAL = 2509  # 2,500 items, six more resources, three listed users
+TOTAL = 2510  # 2,500 items, seven more resources, three listed users
 
 
 @contextlib.contextmanager
@@ -192,6 +192,36 @@ def test_contents_are_shown_by_type(page: Page) -> None:
     download = page.locator("#contents .download a")
     expect(download).to_have_attribute("download", "archive.bin")
     expect(page.locator("#contents .download")).to_contain_text("2.0 KB")
+
+
+def test_the_rough_edges_a_new_user_found(page: Page) -> None:
+    # the era selector and the message log's button no longer share a label
+    expect(page.locator("label.era-switch")).to_contain_text("Era")
+    expect(page.locator("#toggle-protocol")).to_contain_text("Messages")
+    # no empty details column before a selection
+    expect(page.locator("#meta")).to_be_hidden()
+    page.fill("#search", "config")
+    page.locator('.item[data-uri="config://settings"]').click()
+    expect(page.locator("#meta")).to_be_visible()
+    # JSON opens one level deeper: three levels open, the fourth folded
+    level2 = page.locator("#contents details.json-node", has=page.locator(".json-key", has_text='"level2"')).last
+    expect(level2).to_have_attribute("open", "")
+    level3 = page.locator("#contents details.json-node", has=page.locator(".json-key", has_text='"level3"')).last
+    expect(level3).not_to_have_attribute("open", "")
+    # completion for an int variable with a completer
+    page.fill("#search", "")
+    page.click(".tab[data-tab=templates]")
+    page.locator('.item[data-template="rooms://{floor}"]').click()
+    expect(page.locator("#var-floor")).to_have_attribute("type", "number")
+    page.locator("#var-floor").press_sequentially("1", delay=50)
+    expect(page.locator(".suggestions .suggestion")).to_have_count(3)  # 10, 11, 12
+    # a plain resource whose value the template's types reject is not shown as its instance
+    page.locator('.item[data-template="users://{user_id}"]').click()
+    load = page.locator(".hint button", has_text="Load all pages")
+    if load.count():
+        load.click()
+    expect(page.locator(".instances-box h3")).to_have_text("Listed instances (3)")
+    expect(page.locator('.instances-box .item[data-uri="users://me"]')).to_have_count(0)
 
 
 def test_a_listable_resource_is_navigated_as_a_directory(page: Page) -> None:

@@ -112,7 +112,9 @@ async def test_capabilities_in_listings(version: str) -> None:
 async def test_resources_metadata(version: str) -> None:
     async with Client(app, protocol_version=version) as client:
         resource = (await client.request("resources/metadata", {"uri": "tree://a/f1.txt"}))["resource"]
-        assert resource == {"uri": "tree://a/f1.txt", "name": "tree://a/f1.txt", "mimeType": "text/plain",
+        # an instance is named and titled by its variables' values (the template is named node)
+        assert resource == {"uri": "tree://a/f1.txt", "name": "node:a/f1.txt", "title": "node a/f1.txt",
+                            "mimeType": "text/plain",
                             "description": "A file or a directory of the tree.",
                             "capabilities": {"list": False, "subscribe": True}}
         folder = (await client.request("resources/metadata", {"uri": "tree://a"}))["resource"]
@@ -230,7 +232,7 @@ async def test_children_errors(version: str) -> None:
 async def test_read_contents_extend_resource(version: str) -> None:
     async with Client(app, protocol_version=version, capabilities=SEP) as client:
         (users,) = await client.read("db://users")
-        assert users["name"] == "db://users" and users["description"] == "One table (list it for its rows)."
+        assert users["name"] == "table:users" and users["description"] == "One table (list it for its rows)."
         assert users["capabilities"] == {"list": True, "subscribe": True}
         assert users["size"] == len(users["text"].encode())
         (leaf,) = await client.read("tree://a/f2.txt")
@@ -252,7 +254,7 @@ async def test_read_format_alternatives(version: str) -> None:
 async def test_read_of_a_listable_resource_may_return_children(version: str) -> None:
     async with Client(app, protocol_version=version, capabilities=SEP) as client:
         one, two = await client.read("folder://")
-        assert one["uri"] == "folder://one" and one["name"] == "folder://one"  # named by its own resource
+        assert one["uri"] == "folder://one" and one["name"] == "folder_item:one"  # named by its own resource
         assert one["description"] == "An item of the folder" and "capabilities" not in one
 
 

@@ -103,3 +103,37 @@ async def test_a_lister_item_with_an_enum_value_lists_and_a_bad_one_is_left_out(
     async with Client(app) as client:
         listed = [r["uri"] for r in await client.list_resources()]
     assert listed == ["plain://x", "animal://forest", "animal://sea"]
+
+
+async def test_instances_without_lister_given_names_get_distinct_names_and_titles() -> None:
+    app = App("names")
+
+    @app.template("city://{country}/{city}", title="City",
+                  lister=lambda: [{"country": "fr", "city": "Paris"}, {"country": "fr", "city": "Lyon"},
+                                  "city://de/Berlin", {"country": "a,b", "city": "c"}, {"country": "a", "city": "b,c"},
+                                  {"country": "it", "city": "Roma", "name": "rome", "title": "Rome"}])
+    def city(country: str, city: str) -> str:
+        return city
+
+    @app.template("day://{n}", lister=lambda: [{"n": 1}, {"n": 2}, {"n": 3, "title": "The third"}])
+    def day(n: int) -> str:
+        return str(n)
+
+    async with Client(app) as client:
+        listed = await client.list_resources()
+    labels = {r["uri"]: (r["name"], r["title"]) for r in listed}
+    assert labels == {
+        "city://fr/Paris": ("city:fr,Paris", "City (country: fr, city: Paris)"),
+        "city://fr/Lyon": ("city:fr,Lyon", "City (country: fr, city: Lyon)"),
+        "city://de/Berlin": ("city:de,Berlin", "City (country: de, city: Berlin)"),  # a URI the lister gave
+        "city://a%2Cb/c": ("city:a%2Cb,c", "City (country: a,b, city: c)"),
+        "city://a/b%2Cc": ("city:a,b%2Cc", "City (country: a, city: b,c)"),
+        "city://it/Roma": ("rome", "Rome"),  # what the lister says wins
+        "day://1": ("day:1", "day 1"),  # no title declared: the template's name
+        "day://2": ("day:2", "day 2"),
+        "day://3": ("day:3", "The third"),
+    }
+    names = [name for name, _ in labels.values()]
+    titles = [title for _, title in labels.values()]
+    assert len(set(names)) == len(names) and len(set(titles)) == len(titles)
+    assert not set(names) & set(labels) and "City" not in titles

@@ -44,7 +44,8 @@ async def walk(session: ClientSession) -> tuple[list[str], list[str], int]:
 
 async def check_tools(session: ClientSession) -> None:
     tools = {tool.name: tool for tool in (await session.list_tools()).tools}
-    assert sorted(tools) == ["list_resources", "read_resource"]
+    # the two built-in tools, and one per template (tests/test_template_tools.py)
+    assert sorted(tools) == ["list_resources", "read_resource", "row", "t0", "t1", "t2", "t3", "upper"]
     for tool in tools.values():
         assert tool.annotations is not None and tool.annotations.read_only_hint is True
     assert tools["read_resource"].input_schema["required"] == ["uri"]

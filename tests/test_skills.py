@@ -354,7 +354,7 @@ async def expect(client: Client, method: str, uri: str | None = None) -> None:
 
 
 async def test_changes_refresh_digests_notify_and_list_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from resourcekit.skills import catalog as skills
+    from resourcekit.skills import mounts as skills
 
     root = tmp_path / "skills"
     write(root / "s" / "SKILL.md", skill_md("s"))

@@ -22,14 +22,11 @@ from mcp.shared.exceptions import MCPError as ClientError
 
 from tests.support.http_server import free_port, wait_for_port
 from tests.support.node import (
-    ALPHA,
-    CONFORMANCE,
     ensure_npm_packages,
-    failing,
     inspect,
     node_env,
-    read_results,
     result_of,
+    run_skills_conformance,
 )
 from tests.support.process import COOKBOOK, ROOT, command, env
 
@@ -166,21 +163,9 @@ def test_skills_command_reports_a_broken_skill(tmp_path: Path) -> None:
 
 # --- the conformance suite's SEP-2640 scenarios (conformance 0.2.0-alpha.12) --------------------------
 
-CONFORMANCE_SCENARIOS = ("sep-2640-skills-enumeration", "sep-2640-skills-manifest", "sep-2640-skills-directory")
-
 
 def test_conformance_skills_scenarios(http_url: str, tmp_path: Path) -> None:
-    ensure_npm_packages()
-    for scenario in CONFORMANCE_SCENARIOS:
-        results = tmp_path / scenario
-        done = subprocess.run(["node", str(ALPHA), "server", "--url", http_url, "--scenario", scenario,
-                               "-o", str(results)], cwd=CONFORMANCE, env=node_env(), capture_output=True,
-                              text=True, timeout=300)
-        report = f"{done.stdout[-4000:]}\n{done.stderr[-2000:]}"
-        assert done.returncode == 0 and " 0 failed, 0 warnings" in done.stdout, report
-        checks = read_results(results).get(scenario, [])
-        assert checks and not failing(checks), report
-        assert sum(c["status"] == "SUCCESS" for c in checks) >= 5, report
+    run_skills_conformance(http_url, tmp_path)
 
 
 # --- the MCP Inspector CLI (2.12.0) browsing the skills ---------------------------------------------

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._runner import ThreadRunner
 from ..methods import Subscriptions
+from ..methods.template_tools import tool_table
 from ..telemetry import spans as telemetry
 from . import observers
 from .engine import Connection
@@ -41,6 +42,8 @@ class Server:
         if app.icons:
             info["icons"] = app.icons
         self.server_info = info
+        if app.resource_tools:
+            tool_table(app)  # a template tool's bad or shared name fails start-up (ToolNameError)
         self._runner: ThreadRunner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None

@@ -12,6 +12,7 @@ from ..revisions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, MODERN_VERSIONS
 from ._base import Method, Notification, cache_hints
 
 if TYPE_CHECKING:
+    from ..registry import Registry
     from ._base import RequestView as Request
     from ._base import ServerView
     from ._base import SessionView as Connection
@@ -21,12 +22,19 @@ __all__ = ["HANDSHAKE", "NOTIFICATIONS", "SKILLS_EXTENSION", "STATELESS", "capab
 SKILLS_EXTENSION = "io.modelcontextprotocol/skills"  # SEP-2640
 
 
-def capabilities(version: str, skills: bool = False, tools: bool = False, stream: bool = False) -> dict[str, Any]:
+def capabilities(version: str, skills: bool = False, tools: bool = False, subscribe: bool = True,
+                 list_changed: bool = True, stream: bool = False) -> dict[str, Any]:
     """What this server declares to a client speaking ``version`` (``skills``: the app serves skills;
-    ``tools``: its resources as tools too; ``stream``: ``resources/stream`` of SEP-2532, HTTP only)."""
-    caps: dict[str, Any] = {"resources": {"subscribe": True, "listChanged": True}}
+    ``tools``: its resources as tools too; ``subscribe``, ``list_changed``: what ``App`` says of them;
+    ``stream``: ``resources/stream`` of SEP-2532, HTTP only)."""
+    resources: dict[str, Any] = {}
+    if subscribe:
+        resources["subscribe"] = True
+    if list_changed:
+        resources["listChanged"] = True
     if stream:
-        caps["resources"]["stream"] = True
+        resources["stream"] = True
+    caps: dict[str, Any] = {"resources": resources}
     if tools:
         caps["tools"] = {}
     if version != "2024-11-05":
@@ -42,6 +50,10 @@ def streams(server: ServerView) -> bool:
     """Does this server declare ``resources.stream`` (SEP-2532)?  Over HTTP, once something is
     ``streamable=True``; never over stdio or in memory (the SEP leaves them out)."""
     return server.app.streamable and server.transport == "tcp"
+
+
+def app_capabilities(app: Registry, version: str, stream: bool = False) -> dict[str, Any]:
+    return capabilities(version, app.skills is not None, app.resource_tools, app.subscribe, app.list_changed, stream)
 
 
 def initialize(req: Request) -> dict[str, Any]:
@@ -60,8 +72,7 @@ def initialize(req: Request) -> dict[str, Any]:
     server = conn.server
     result: dict[str, Any] = {
         "protocolVersion": version,
-        "capabilities": capabilities(version, conn.app.skills is not None, conn.app.resource_tools,
-                                     streams(conn.server)),
+        "capabilities": app_capabilities(conn.app, version, streams(conn.server)),
         "serverInfo": server.server_info,
     }
     if conn.app.instructions:
@@ -86,8 +97,7 @@ def discover(req: Request) -> dict[str, Any]:
     server = req.conn.server
     result: dict[str, Any] = {
         "supportedVersions": list(MODERN_VERSIONS),
-        "capabilities": capabilities(req.version or MODERN_VERSIONS[-1], server.app.skills is not None,
-                                     server.app.resource_tools, streams(server)),
+        "capabilities": app_capabilities(server.app, req.version or MODERN_VERSIONS[-1], streams(server)),
     }
     if server.app.instructions:
         result["instructions"] = server.app.instructions

@@ -313,7 +313,7 @@ def _child_wire(req: Request, item: Any, opt: OptIn, filtering: bool) -> tuple[d
         caps = given.get("capabilities")
         if not isinstance(caps, Mapping):
             is_listable = match is not None and listable(conn, match.handler, match.kwargs, strict=False)
-            caps = capabilities(is_listable, match is not None)
+            caps = capabilities(is_listable, match is not None and conn.app.subscribe)
         wire["capabilities"] = dict(caps)
     tracker = conn.app.tracker
     if opt.resources_get:
@@ -350,7 +350,7 @@ def list_templates(req: Request) -> dict[str, Any]:
         meta.setdefault(META_VARIABLES, variables_meta(handler))  # what a form needs to ask for each variable
         wire["_meta"] = meta
         if opt.any:
-            template_fields(wire, handler, opt)
+            template_fields(wire, handler, opt, app.subscribe)
         out.append(wire)
     result: dict[str, Any] = {"resourceTemplates": out}
     if more:

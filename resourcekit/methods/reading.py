@@ -278,7 +278,7 @@ def _decorate_contents(req: Request, handler: Handler, uri: str, contents: list[
                 if key in own:
                     content.setdefault(key, own[key])
             if show_caps:
-                content["capabilities"] = capabilities(is_listable)
+                content["capabilities"] = capabilities(is_listable, req.conn.app.subscribe)
         else:  # a child: its own metadata if some resource serves it (no capabilities: unknown)
             match = router.match(content["uri"])
             if match is not None:
@@ -313,7 +313,7 @@ def metadata(req: Request) -> Any:
 
     def build(is_listable: bool) -> dict[str, Any]:
         wire = fresh_resource(handler, tracker, uri)
-        wire["capabilities"] = capabilities(is_listable)
+        wire["capabilities"] = capabilities(is_listable, req.conn.app.subscribe)
         if seed:
             seed_fields(wire, handler, tracker)
         return cache_hints(req, {"resource": wire}, handler)
@@ -343,7 +343,7 @@ def get(req: Request) -> Any:
             raise NotModified(uri, version)
         resource = fresh_resource(handler, tracker, uri)
         if sep:
-            resource["capabilities"] = capabilities(is_listable)
+            resource["capabilities"] = capabilities(is_listable, req.conn.app.subscribe)
         seed_fields(resource, handler, tracker)
         resource["version"] = version
         items = []

@@ -11,6 +11,7 @@ resource declared listable with ``children=`` (the same pages as SEP-2093's
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidParams, ResourceNotFound
@@ -70,12 +71,22 @@ def read_directory(req: Request) -> Any:
         children = catalog.dirs.get(uri)
         if children is not None:
             return cache_hints(req, _skill_directory_page(req, uri, children))
+        listing = catalog.dynamic_directory(uri)  # a generated skill's: its function tells
+        if listing is not None:
+            return in_worker(req, lambda: cache_hints(req, _dynamic_page(req, uri, listing)))
     return in_worker(req, lambda: cache_hints(req, _listable_page(req, uri)))
 
 
 def _listable_page(req: Request, uri: str) -> dict[str, Any]:
     try:
         return children_page(req, uri)
+    except ResourceNotFound:
+        raise InvalidParams(f"Invalid params: {uri} is not a directory", {"uri": uri}) from None
+
+
+def _dynamic_page(req: Request, uri: str, listing: Callable[[], tuple[tuple[str, str, bool], ...]]) -> dict[str, Any]:
+    try:
+        return _skill_directory_page(req, uri, listing())
     except ResourceNotFound:
         raise InvalidParams(f"Invalid params: {uri} is not a directory", {"uri": uri}) from None
 
@@ -96,13 +107,20 @@ def _skill_directory_page(req: Request, uri: str, children: tuple[tuple[str, str
     exact = app.router.exact
     out: list[dict[str, Any]] = []
     for name, child, is_dir in children[offset:end]:
-        handler = exact.get(child) if not is_dir else None
-        if handler is not None and not may_read(req.principal, app, handler):
-            continue
-        if handler is not None:
-            out.append(resource_wire(handler, versions, decorate=decorate))
-        elif is_dir:
+        if is_dir:
             out.append({"uri": child, "name": name, "mimeType": DIRECTORY_MIME})
+            continue
+        handler = exact.get(child)
+        if handler is None:  # a generated skill's file: its template serves it
+            match = app.router.match(child)
+            handler = match.handler if match is not None else None
+        if handler is None or not may_read(req.principal, app, handler):
+            continue
+        if handler.template is None:
+            out.append(resource_wire(handler, versions, decorate=decorate))
+        else:
+            out.append(resource_wire(handler, app.tracker.instance_versions, child, {"name": name},
+                                     decorate=decorate))
     result: dict[str, Any] = {"resources": out}
     if end < len(children):
         result["nextCursor"] = encode_cursor("d", end, tag)

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import telemetry
-from ..errors import InvalidParams, LimitExceeded, ResourceNotFound
+from ..errors import InvalidParams, LimitExceeded, MethodNotFound, ResourceNotFound
 from ..extensions import RESOURCES_GET, wants
 from ..revisions import META_SUBSCRIPTION_ID, META_VERSION
 from ..scopes import check_read
@@ -136,9 +136,14 @@ class Subscriptions:
             if match is None:
                 raise ResourceNotFound(uri)
             check_read(req.principal, app, match.handler, uri)
-        list_changed = wanted.get("resourcesListChanged") is True
+        asked = bool(uris) or wanted.get("resourcesListChanged") is True
+        # what the app switched off is acknowledged as not honoured: it can never arrive
+        list_changed = wanted.get("resourcesListChanged") is True and app.list_changed
         # SEP-3119 (draft) has not settled where the flag goes: beside the filters, or in them
         embed = wanted.get("embedResources") is True or req.params.get("embedResources") is True
+        if not app.subscribe:
+            uris = []
+            embed = False
         subscription_id = req.id
         versions, _ = await self.starting_versions(None, uris)
         if req.cancelled:
@@ -158,6 +163,9 @@ class Subscriptions:
             honoured["embedResources"] = True
         # the acknowledgement is the first message of the stream, before any update
         emit({"jsonrpc": "2.0", "method": ACKNOWLEDGED, "params": {"notifications": honoured}})
+        if not honoured and (asked or not (app.subscribe or app.list_changed)):
+            req.respond({"_meta": {META_SUBSCRIPTION_ID: req.id}})  # nothing to wait for: the stream ends
+            return PENDING
         sub = Subscriber(emit, list_changed, req.optin.resources_get, embed)
         self._listens[req] = sub
         for uri in uris:
@@ -294,7 +302,13 @@ def _uris(req: Request) -> list[str]:
     return [check_uri(req, uri) for uri in dict.fromkeys(uris)]
 
 
+def _subscribable(req: Request) -> None:
+    if not req.conn.app.subscribe:  # App(subscribe=False): the capability is not declared
+        raise MethodNotFound(f"Method not found: {req.method}", {"method": req.method})
+
+
 async def subscribe(req: Request) -> dict[str, Any]:
+    _subscribable(req)
     conn = req.conn
     app = conn.app
     uris = _uris(req)
@@ -327,6 +341,7 @@ def _check_cap(held: dict[str, str], uris: list[str], limit: int) -> None:
 
 
 def unsubscribe(req: Request) -> Any:
+    _subscribable(req)
     if req.conn.shared is not None:
         return _unsubscribe_shared(req)
     subscriptions = req.conn.server.subscriptions

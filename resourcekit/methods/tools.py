@@ -1,19 +1,22 @@
-"""``tools/list`` and ``tools/call``: the resources as two read-only tools (``App(resource_tools=True)``).
+"""``tools/list`` and ``tools/call``: the resources as read-only tools (``App(resource_tools=True)``).
 
 Many hosts only ever call tools.  For them the server also offers ``list_resources``
-(optional ``cursor``: resources and templates as JSON, paged like ``resources/list``)
-and ``read_resource`` (``uri``: text as text content, images as image content, other
-binary as an embedded resource).  Both go through the router, the limits and the
-errors of ``resources/read``; an error the client caused (an unknown URI, a URI too
-long, an ``MCPError`` a handler raised) is the tool's error result (``isError``, the
-message ``resources/read`` would give), so the model sees it and can correct itself.
-A bug in a handler is logged and answered -32603, and an unknown tool -32602, as
-JSON-RPC errors.  With ``resource_tools`` off both methods answer method-not-found.
+(optional ``cursor``: resources and templates as JSON, paged like ``resources/list``),
+``read_resource`` (``uri``: text as text content, images as image content, other
+binary as an embedded resource) and one typed tool per template (``template_tools``:
+its arguments fill the template's variables).  All go through the router, the limits,
+the scopes and the errors of ``resources/read`` (``reading.serve``); an error the client
+caused (an unknown URI, a URI too long, an argument that does not fit, an ``MCPError`` a
+handler raised) is the tool's error result (``isError``, the message ``resources/read``
+would give), so the model sees it and can correct itself.  A bug in a handler is logged
+and answered -32603, and an unknown tool -32602, as JSON-RPC errors.  With
+``resource_tools`` off both methods answer method-not-found.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -24,6 +27,7 @@ from ..scopes import may_read
 from ._base import PENDING, Method, cache_hints, check_uri, in_worker
 from .listing import resources_page
 from .reading import encoded, read_result, serve
+from .template_tools import READ_ONLY, ArgumentError, TemplateTool, tool_table
 
 if TYPE_CHECKING:
     from ..declaration import Handler
@@ -33,7 +37,6 @@ __all__ = ["METHODS", "TOOLS"]
 
 log = logging.getLogger("resourcekit")
 
-_READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
 _OBJECTS = {"type": "array", "items": {"type": "object"}}
 
 TOOLS: tuple[dict[str, Any], ...] = (
@@ -54,7 +57,7 @@ TOOLS: tuple[dict[str, Any], ...] = (
             "properties": {"resources": _OBJECTS, "resourceTemplates": _OBJECTS, "nextCursor": {"type": "string"}},
             "required": ["resources", "resourceTemplates"],
         },
-        "annotations": {"title": "List resources", **_READ_ONLY},
+        "annotations": {"title": "List resources", **READ_ONLY},
     },
     {
         "name": "read_resource",
@@ -66,7 +69,7 @@ TOOLS: tuple[dict[str, Any], ...] = (
             "properties": {"uri": {"type": "string", "description": "the resource's URI"}},
             "required": ["uri"],
         },
-        "annotations": {"title": "Read a resource", **_READ_ONLY},
+        "annotations": {"title": "Read a resource", **READ_ONLY},
     },
 )
 _SEPARATOR = "~"  # between the two walks' cursors in one tool cursor; cursors are base64url
@@ -79,7 +82,10 @@ def _served(req: Request) -> None:
 
 def list_tools(req: Request) -> dict[str, Any]:
     _served(req)
-    return cache_hints(req, {"tools": [dict(tool) for tool in TOOLS]})
+    app = req.conn.app
+    tools = [*TOOLS, *(tool.wire for tool in tool_table(app).tools
+                       if req.principal is None or may_read(req.principal, app, tool.handler))]
+    return cache_hints(req, {"tools": tools})
 
 
 def call_tool(req: Request) -> Any:
@@ -91,27 +97,33 @@ def call_tool(req: Request) -> Any:
     if not isinstance(arguments, dict):
         raise InvalidParams("Invalid params: 'arguments' must be an object", {"param": "arguments"})
     if name == "read_resource":
-        return _read(req, arguments)
+        uri = arguments.get("uri")
+        if not isinstance(uri, str) or not uri:
+            return error_result("read_resource needs 'uri': the URI of a resource, as list_resources shows it")
+        return _read(req, uri, _read_build)
     if name == "list_resources":
         return _list(req, arguments)
-    raise InvalidParams(f"Unknown tool: {name!r}; this server has list_resources and read_resource",
-                        {"tool": name})
+    tool = tool_table(req.conn.app).by_name.get(name) if isinstance(name, str) else None
+    if tool is None:
+        raise InvalidParams(f"Unknown tool: {name!r}; tools/list names this server's tools", {"tool": name})
+    try:
+        uri = tool.uri(arguments)
+    except ArgumentError as exc:
+        return error_result(f"{exc}; {name}'s inputSchema (tools/list) says what each argument takes")
+    return _read(req, uri, _structured_build(tool) if tool.structured else _read_build)
 
 
 def error_result(message: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": message}], "isError": True}
 
 
-# --- read_resource ------------------------------------------------------------------------------
+# --- read_resource and the template tools: a read, as resources/read reads ----------------------
 
 
-def _read(req: Request, arguments: dict[str, Any]) -> Any:
-    uri = arguments.get("uri")
-    if not isinstance(uri, str) or not uri:
-        return error_result("read_resource needs 'uri': the URI of a resource, as list_resources shows it")
+def _read(req: Request, uri: str, build: Callable[[Request, Handler, str, Any], dict[str, Any]]) -> Any:
     try:
         check_uri(req, uri)
-        outcome = serve(req, uri, encoded(_read_build), lambda ok, value: _done(req, ok, value))
+        outcome = serve(req, uri, encoded(build), lambda ok, value: _done(req, ok, value))
     except InsufficientScope:
         raise  # not the tool's failure: over HTTP a 403 that tells the client which scopes to ask for
     except MCPError as exc:
@@ -140,6 +152,24 @@ def _done(req: Request, ok: bool, value: Any) -> None:
 def _read_build(req: Request, handler: Handler, uri: str, value: Any) -> dict[str, Any]:
     contents = read_result(req, handler, uri, value)["contents"]  # versions recorded as for resources/read
     return {"content": [_tool_content(content, uri) for content in contents]}
+
+
+def _structured_build(tool: TemplateTool) -> Callable[[Request, Handler, str, Any], dict[str, Any]]:
+    """A template tool's result with ``structuredContent``: the JSON its handler returned, as read."""
+
+    def build(req: Request, handler: Handler, uri: str, value: Any) -> dict[str, Any]:
+        contents = read_result(req, handler, uri, value)["contents"]
+        result: dict[str, Any] = {"content": [_tool_content(content, uri) for content in contents]}
+        if handler is tool.handler and contents and "text" in contents[0]:  # the URI may name another's
+            try:
+                structured = orjson.loads(contents[0]["text"])
+            except orjson.JSONDecodeError:
+                structured = None
+            if isinstance(structured, dict):
+                result["structuredContent"] = structured
+        return result
+
+    return build
 
 
 def _tool_content(content: dict[str, Any], uri: str) -> dict[str, Any]:

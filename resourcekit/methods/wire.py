@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from ..tracking import Tracker
     from ._base import RequestView as Request
 
-__all__ = ["capabilities", "fresh_resource", "last_segment", "resource_wire", "resource_wires", "seed_fields"]
+__all__ = ["capabilities", "fresh_resource", "instance_labels", "last_segment", "resource_wire", "resource_wires",
+           "seed_fields"]
 
 INSTANCE_FIELDS = ("name", "title", "description", "mimeType", "size", "annotations", "icons")
 
@@ -42,8 +43,10 @@ def resource_wire(handler: Handler, versions: Mapping[str, str], uri: str | None
     wire = handler.own_wire()
     if handler.template is not None:
         del wire["uriTemplate"]
+        assert uri is not None
         wire["uri"] = uri
-        wire["name"] = uri
+        if extra is None or "name" not in extra or "title" not in extra:
+            wire["name"], wire["title"] = instance_labels(handler, uri)
     if extra:
         for key in INSTANCE_FIELDS:
             if key in extra:
@@ -57,6 +60,23 @@ def resource_wire(handler: Handler, versions: Mapping[str, str], uri: str | None
     if meta:
         wire["_meta"] = meta
     return wire
+
+
+def instance_labels(handler: Handler, uri: str) -> tuple[str, str]:
+    """A template instance's ``name`` and ``title`` from its variables' values (as its URI spells
+    them): ``row:2`` and "Row 2" for ``row://2`` of a template titled "Row" (named ``row``), so hosts
+    that show names or titles tell instances apart.  Names are distinct for distinct values: a ','
+    or '%' in a value is percent-encoded there."""
+    assert handler.template is not None
+    matched = handler.template.match(uri) or {}
+    values = [(k, ",".join(v) if isinstance(v, list) else v) for k, v in matched.items() if v]
+    title = handler.wire.get("title") or handler.name
+    if not values:
+        return handler.name, title
+    name = handler.name + ":" + ",".join(v.replace("%", "%25").replace(",", "%2C") for _, v in values)
+    if len(values) == 1:
+        return name, f"{title} {values[0][1]}"
+    return name, f"{title} ({', '.join(f'{k}: {v}' for k, v in values)})"
 
 
 def resource_wires(handlers: list[Handler | None], versions: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -111,16 +131,16 @@ def resource_decorator(req: Request, opt: OptIn) -> Decorate | None:
             if is_listable and precise and handler.template is not None:
                 match = conn.app.router.match(wire["uri"])
                 is_listable = match is not None and listable(conn, match.handler, match.kwargs, strict=False)
-            wire["capabilities"] = capabilities(is_listable)
+            wire["capabilities"] = capabilities(is_listable, conn.app.subscribe)
         if seed:
             seed_fields(wire, handler, tracker)
 
     return decorate
 
 
-def template_fields(wire: dict[str, Any], handler: Handler, opt: OptIn) -> None:
-    if opt.sep_2093:
-        wire["capabilities"] = capabilities(handler.children is not None)  # upper bound for instances
+def template_fields(wire: dict[str, Any], handler: Handler, opt: OptIn, subscribe: bool = True) -> None:
+    if opt.sep_2093:  # ``list``: an upper bound for instances; ``subscribe``: what the App allows
+        wire["capabilities"] = capabilities(handler.children is not None, subscribe)
     if opt.resources_get:
         if handler.kind is not None:
             wire["kind"] = handler.kind

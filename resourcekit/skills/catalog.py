@@ -1,6 +1,6 @@
-"""Agent Skills (SEP-2640) served from directories: ``skill://`` resources, entries, directories.
+"""Agent Skills (SEP-2640) served: ``skill://`` resources, entries, directories.
 
-``Registry.add_skills(directory, prefix=...)`` mounts a directory; every folder
+``Registry.add_skills(directory, prefix=...)`` mounts a directory (``mounts``); every folder
 under it holding a ``SKILL.md`` is a skill, served as ``skill://<prefix/><path>/<file>``.
 Each file becomes an ordinary resource through ``add_resource``; this module keeps
 what the skills methods need beside them: each skill's entry (verbatim frontmatter,
@@ -12,27 +12,31 @@ inode) moves.  A rescan (every ``poll`` seconds while a server runs, and at once
 files and removes deleted ones (the registry sends ``list_changed``), and asks the
 tracker to re-check changed ones (subscribers hear ``updated``).  At start-up a bad
 skill is a ``SkillError`` naming its ``SKILL.md``; later it is logged, once, and left out.
+A skill a function generates (``@app.skill``, ``dynamic``) is listed as ``"dynamic"``; its files
+are served by a template and its directories listed by calling the function.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import importlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import quote
 
 from ..contents import Blob, Text, guess_mime_type
 from ..errors import DefinitionError, ResourceNotFound
 from ..pagination import SeqIndex
-from .files import MAX_BYTES, MAX_FILES, SKILL_FILE, SkillError, check_frontmatter, hash_file, read_confined, walk
+from .dynamic import DynamicSkill
+from .files import SKILL_FILE, SkillError
+from .mounts import SCHEME, File, SkillMount, reader, segment
 
 if TYPE_CHECKING:
+    from importlib.abc import Traversable  # importlib.resources.abc from Python 3.11
+
     from .._runner import ThreadRunner
 
 __all__ = ["DIRECTORY_MIME", "Mount", "SkillCatalog", "SkillError"]
@@ -46,169 +50,28 @@ class Mount(Protocol):
 
     def remove(self, uri: str) -> None: ...
 
+    def add_template(self, fn: Callable[..., Any], uri_template: str, *, name: str, tool: bool,
+                     description: str) -> object: ...
+
     def notify_changed(self, uri: str) -> None: ...
 
 log = logging.getLogger("resourcekit")
 
 DIRECTORY_MIME = "inode/directory"
-SCHEME = "skill://"
-_SAFE = "-._~!$&'()*+,;=:@"  # RFC 3986 pchar, less '%'
-
-
-class _File:
-    """One served file: where it is, its stat key, digest and size as last hashed."""
-
-    __slots__ = ("digest", "frontmatter", "key", "mount", "path", "size", "text")
-
-    def __init__(self, mount: _Mount, path: str, key: tuple[int, ...], digest: str, size: int, text: bool) -> None:
-        self.mount = mount
-        self.path = path
-        self.key = key
-        self.digest = digest
-        self.size = size
-        self.text = text
-        self.frontmatter: dict[str, Any] | None = None  # a valid skill's SKILL.md
-
-
-class _Mount:
-    """One directory given to ``add_skills``."""
-
-    def __init__(self, directory: str | os.PathLike[str], prefix: str) -> None:
-        self.display = os.fspath(directory)
-        self.root = os.path.realpath(self.display)
-        if not os.path.isdir(self.root):
-            raise DefinitionError(f"skills directory {self.display!r} is not a directory")
-        segments = [s for s in prefix.strip("/").split("/") if s] if prefix else []
-        if any(s in (".", "..") for s in segments):
-            raise DefinitionError(f"skills prefix {prefix!r} may not contain '.' or '..' segments")
-        if os.path.isfile(os.path.join(self.root, SKILL_FILE)):  # the directory is itself one skill
-            segments.append(os.path.basename(self.root))
-        self.base = segments
-        self.warned: set[str] = set()
-
-    def uri(self, rel: str) -> str:
-        parts = self.base + rel.split("/") if rel else self.base
-        return SCHEME + "/".join(map(_segment, parts))
-
-    def scan(self, previous: Mapping[str, _File], strict: bool) -> tuple[dict[str, _File], dict[str, list[str]],
-                                                                          set[str]]:
-        """(served files by URI, each valid skill's file URIs by its SKILL.md URI, directory URIs)."""
-        found = list(walk(self.root, self.warned))
-        skill_dirs = {rel.rpartition("/")[0] for rel, is_dir, _ in found
-                      if not is_dir and rel.rpartition("/")[2] == SKILL_FILE}
-        if "" in skill_dirs and not self.base:  # a SKILL.md at the root needs a name: the prefix
-            skill_dirs.discard("")
-        hashed: dict[str, _File] = {}
-        members: dict[str, list[str]] = {}
-        below: list[tuple[str, list[str]]] = []  # directories inside skills, and their skills
-        for rel, is_dir, st in found:
-            owners = [d for d in _ancestors(rel) if d in skill_dirs]
-            if not owners:
-                continue
-            if is_dir:
-                below.append((rel, owners))
-                continue
-            assert st is not None
-            uri = self.uri(rel)
-            file = self._file(uri, rel, st, previous.get(uri))
-            if file is not None:
-                hashed[uri] = file
-                for owner in owners:
-                    members.setdefault(owner, []).append(uri)
-        skills: dict[str, list[str]] = {}
-        valid: set[str] = set()
-        for rel in sorted(skill_dirs):
-            skill_uri = self.uri(f"{rel}/{SKILL_FILE}" if rel else SKILL_FILE)
-            try:
-                skills[skill_uri] = self._check(rel, skill_uri, hashed, members.get(rel, []))
-                valid.add(rel)
-            except SkillError as exc:
-                if strict:
-                    raise
-                if str(exc) not in self.warned:
-                    self.warned.add(str(exc))
-                    log.error("skills: %s (the skill is not served until it is fixed)", exc)
-        # what no valid skill holds is not served
-        files = {u: hashed[u] for u in sorted({u for rel in valid for u in members.get(rel, [])})}
-        dirs = {self.uri(rel) for rel in valid}
-        dirs.update(self.uri(rel) for rel, owners in below if valid.intersection(owners))
-        for uri in list(files) + list(dirs):  # every level above is a directory of the namespace
-            while True:
-                uri = uri.rpartition("/")[0]
-                if len(uri) <= len(SCHEME) or uri in dirs:
-                    break
-                dirs.add(uri)
-        return files, skills, dirs
-
-    def _file(self, uri: str, rel: str, st: os.stat_result, old: _File | None) -> _File | None:
-        key = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev, st.st_ctime_ns)
-        if old is not None and old.key == key:
-            return old  # unchanged: no re-read, no re-hash
-        path = os.path.join(self.root, rel)
-        hashed = hash_file(self.root, path)
-        if hashed is None:
-            return None
-        digest, size, data = hashed
-        try:
-            data.decode("utf-8")
-            text = True
-        except UnicodeDecodeError:
-            text = False
-        file = _File(self, path, key, digest, size, text)
-        if rel.rpartition("/")[2] == SKILL_FILE:
-            folder = (self.base + rel.split("/"))[-2]
-            try:
-                file.frontmatter = check_frontmatter(data, self._where(rel), folder)
-            except SkillError as exc:
-                file.frontmatter = {"\0error": str(exc)}
-        return file
-
-    def _where(self, rel: str) -> str:
-        return os.path.join(self.display, *rel.split("/"))
-
-    def _check(self, rel: str, skill_uri: str, files: dict[str, _File], uris: list[str]) -> list[str]:
-        where = self._where(f"{rel}/{SKILL_FILE}" if rel else SKILL_FILE)
-        top = files.get(skill_uri)
-        if top is None or top.frontmatter is None:
-            raise SkillError(f"{where}: cannot be read")
-        if "\0error" in top.frontmatter:
-            raise SkillError(top.frontmatter["\0error"])
-        present = [u for u in uris if u in files]
-        if len(present) > MAX_FILES:
-            raise SkillError(f"{where}: the skill has {len(present)} files, over the limit of {MAX_FILES}")
-        total = sum(files[u].size for u in present)
-        if total > MAX_BYTES:
-            raise SkillError(f"{where}: the skill's files total {total} bytes, over the limit of {MAX_BYTES}")
-        return [skill_uri, *sorted(u for u in present if u != skill_uri)]
-
-
-@functools.lru_cache(maxsize=65536)
-def _segment(name: str) -> str:
-    return quote(name, safe=_SAFE)
-
-
-def _ancestors(rel: str) -> list[str]:
-    """The folders holding ``rel``, nearest first, down to the root ``""``."""
-    out = []
-    while rel:
-        rel = rel.rpartition("/")[0]
-        out.append(rel)
-    return out
-
-
 class SkillCatalog:
     """Every mounted skill of one registry, as the skills methods serve them."""
 
     def __init__(self, registry: Mount) -> None:
         self.registry = registry
-        self.mounts: list[_Mount] = []
-        self.files: dict[str, _File] = {}
+        self.mounts: list[SkillMount] = []
+        self.files: dict[str, File] = {}
         self.skills: dict[str, list[str]] = {}  # SKILL.md URI -> its files' URIs (SKILL.md first)
         self.entries: dict[str, dict[str, Any]] = {}  # SKILL.md URI -> its skills/list entry
         self.index: SeqIndex[str] = SeqIndex()  # listing order of SKILL.md URIs
         self.seqs: dict[str, int] = {}
         self.dirs: dict[str, tuple[tuple[str, str, bool], ...]] = {}  # dir URI -> (name, uri, is_dir) children
         self.poll: float | None = None
+        self.dynamic: dict[str, DynamicSkill] = {}  # skill:// directory URI -> a skill a function generates
         self._seq = 0
         self._lock = threading.Lock()
         self._task: asyncio.Task[None] | None = None
@@ -216,10 +79,10 @@ class SkillCatalog:
         self._stop_watching: asyncio.Event | None = None
         self._servers = 0
 
-    def mount(self, directory: str | os.PathLike[str], prefix: str, poll: float | None) -> None:
+    def mount(self, directory: str | os.PathLike[str] | Traversable, prefix: str, poll: float | None) -> None:
         if poll is not None and poll <= 0:
             raise DefinitionError("poll interval of skills must be positive")
-        mount = _Mount(directory, prefix)
+        mount = SkillMount(directory, prefix)
         with self._lock:
             files, skills, dirs = mount.scan({}, strict=True)
             clash = next((u for u in files if u in self.files), None)
@@ -230,10 +93,64 @@ class SkillCatalog:
                 self.poll = poll if self.poll is None else min(self.poll, poll)
             self._apply({**self.files, **files}, {**self.skills, **skills}, set(self.dirs) | dirs)
 
+    def add_dynamic(self, skill: DynamicSkill) -> None:
+        """Serve a generated skill: its ``SKILL.md`` listed, its other files by a template, read on demand."""
+        base = SCHEME + segment(skill.name)
+        top = f"{base}/{SKILL_FILE}"
+        with self._lock:
+            if base in self.dynamic or top in self.entries or top in self.files:
+                raise SkillError(f"{skill.where}: skill {top} is already served")
+            registry = self.registry
+
+            def read_skill_md() -> Text:
+                text = _files_of(skill, top)[SKILL_FILE]
+                assert isinstance(text, str)  # DynamicSkill.files made it so
+                return Text(text, "text/markdown")
+
+            def read_skill_file(path: str) -> Text | Blob:
+                uri = f"{base}/{path}"
+                content = _files_of(skill, uri).get(path)
+                if content is None:
+                    raise ResourceNotFound(uri)
+                mime = guess_mime_type(path, "")
+                if isinstance(content, str):
+                    return Text(content, mime or "text/plain")
+                return Blob(content, mime or "application/octet-stream")
+
+            registry.add_resource(read_skill_md, top, name=skill.name, description=skill.frontmatter["description"],
+                                  mime_type="text/markdown")
+            registry.add_template(read_skill_file, base + "/{+path}", name=f"{skill.name}-files", tool=False,
+                                  description=f"A file of the skill {skill.name} (generated when read)")
+            self.dynamic[base] = skill
+            self.entries[top] = _dynamic_entry(top, skill)
+            self._seq += 1
+            self.seqs[top] = self._seq
+            self.index.append(self._seq, top)
+
+    def _dynamic_entries(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        for base, skill in self.dynamic.items():
+            yield f"{base}/{SKILL_FILE}", _dynamic_entry(f"{base}/{SKILL_FILE}", skill)
+
+    def dynamic_directory(self, uri: str) -> Callable[[], tuple[tuple[str, str, bool], ...]] | None:
+        """For a directory of a generated skill, what lists it (called in a worker: it calls the function)."""
+        for base, skill in self.dynamic.items():
+            if uri == base or uri.startswith(base + "/"):
+                path = uri[len(base) + 1:].strip("/")
+
+                def listing(skill: DynamicSkill = skill, base: str = base, path: str = path) -> tuple[
+                        tuple[str, str, bool], ...]:
+                    children = skill.children(path)
+                    if children is None:
+                        raise ResourceNotFound(uri)
+                    return tuple((name, f"{base}/{rel}", is_dir) for name, rel, is_dir in children)
+
+                return listing
+        return None
+
     def rescan(self) -> None:
         """Look at every mount again (a worker thread): register, remove and re-check what moved."""
         with self._lock:
-            files: dict[str, _File] = {}
+            files: dict[str, File] = {}
             skills: dict[str, list[str]] = {}
             dirs: set[str] = set()
             for mount in self.mounts:
@@ -243,7 +160,7 @@ class SkillCatalog:
                 dirs |= d
             self._apply(files, skills, dirs)
 
-    def _apply(self, files: dict[str, _File], skills: dict[str, list[str]], dirs: set[str]) -> None:
+    def _apply(self, files: dict[str, File], skills: dict[str, list[str]], dirs: set[str]) -> None:
         """Make ``files`` what is served: the new entries first, then the resources and the
         notifications they send (a client told of a change finds the new entry)."""
         registry, old = self.registry, self.files
@@ -252,7 +169,8 @@ class SkillCatalog:
             return  # nothing moved: entries stay as they are
         self.files = files
         self.entries = {uri: _entry(uri, members, files) for uri, members in skills.items()}
-        for uri in [u for u in self.seqs if u not in skills]:
+        self.entries.update((uri, entry) for uri, entry in self._dynamic_entries())
+        for uri in [u for u in self.seqs if u not in skills and u not in self.entries]:
             self.index.remove(self.seqs.pop(uri))
         for uri in sorted(u for u in skills if u not in self.seqs):
             self._seq += 1
@@ -273,10 +191,10 @@ class SkillCatalog:
                 self._register(uri, files[uri])
             registry.notify_changed(uri)
 
-    def _register(self, uri: str, file: _File) -> None:
+    def _register(self, uri: str, file: File) -> None:
         name, description = _shown(file)
         mime = "text/markdown" if name is not None else _mime(uri, file.text)
-        self.registry.add_resource(_reader(file.mount.root, file.path, uri, mime), uri,
+        self.registry.add_resource(reader(file.mount, file.path, uri, mime), uri,
                                    name=name or uri.rpartition("/")[2], description=description, mime_type=mime)
 
     # --- serving: a rescan every ``poll`` seconds while a server runs --------------------------
@@ -303,7 +221,10 @@ class SkillCatalog:
 
     async def _watch(self, runner: ThreadRunner, watchfiles: Any, stop: asyncio.Event) -> None:
         try:
-            async for _ in watchfiles.awatch(*(m.root for m in self.mounts), stop_event=stop, debounce=100):
+            roots = [m.root for m in self.mounts if m.tree is None]
+            if not roots:
+                return  # only packages: nothing to watch
+            async for _ in watchfiles.awatch(*roots, stop_event=stop, debounce=100):
                 await runner.call(self.rescan)
         except Exception:
             if not stop.is_set():
@@ -320,7 +241,7 @@ class SkillCatalog:
                 log.exception("skills: rescanning failed")
 
 
-def _shown(file: _File) -> tuple[str | None, str | None]:
+def _shown(file: File) -> tuple[str | None, str | None]:
     fm = file.frontmatter
     if fm is None or "\0error" in fm:
         return None, None
@@ -331,30 +252,28 @@ def _mime(uri: str, text: bool) -> str:
     return guess_mime_type(uri, "") or ("text/plain" if text else "application/octet-stream")
 
 
-def _entry(uri: str, members: list[str], files: Mapping[str, _File]) -> dict[str, Any]:
+def _entry(uri: str, members: list[str], files: Mapping[str, File]) -> dict[str, Any]:
     fm = files[uri].frontmatter
     assert fm is not None
     return {"uri": uri, "frontmatter": fm,
             "resources": [{"uri": u, "digest": "sha256:" + files[u].digest, "size": files[u].size} for u in members]}
 
 
-def _tree(files: Mapping[str, _File], dirs: set[str]) -> dict[str, tuple[tuple[str, str, bool], ...]]:
+def _dynamic_entry(uri: str, skill: DynamicSkill) -> dict[str, Any]:
+    return {"uri": uri, "frontmatter": skill.frontmatter, "resources": "dynamic"}  # SEP-2640: no digests
+
+
+def _files_of(skill: DynamicSkill, uri: str) -> dict[str, str | bytes]:
+    try:
+        return skill.files()
+    except (TypeError, ValueError) as exc:  # the function's mistake: logged, answered as a handler's bug
+        raise RuntimeError(f"{uri}: {exc}") from exc
+
+
+def _tree(files: Mapping[str, File], dirs: set[str]) -> dict[str, tuple[tuple[str, str, bool], ...]]:
     children: dict[str, list[tuple[str, str, bool]]] = {d: [] for d in dirs}
     for uri, is_dir in [*((u, False) for u in files), *((d, True) for d in dirs)]:
         parent, _, name = uri.rpartition("/")
         if parent in children:
             children[parent].append((name, uri, is_dir))
     return {d: tuple(sorted(c)) for d, c in children.items()}
-
-
-def _reader(root: str, path: str, uri: str, mime: str) -> Callable[[], Text | Blob]:
-    def read_skill_file() -> Text | Blob:
-        data = read_confined(root, path)
-        if data is None:
-            raise ResourceNotFound(uri)
-        try:
-            return Text(data.decode("utf-8"), mime)
-        except UnicodeDecodeError:
-            return Blob(data, mime)
-
-    return read_skill_file

@@ -30,7 +30,7 @@ MAX_BYTES = 16 * 1024 * 1024  # and their total size
 MAX_FRONTMATTER = 64 * 1024  # characters of YAML; the parsed value is bounded by _MAX_NODES
 _MAX_NODES = 10_000  # YAML aliases can make a small document expand exponentially when copied out
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")  # agentskills.io: lowercase, digits, single inner hyphens
-_SKIPPED = frozenset({"__pycache__"})
+SKIPPED = frozenset({"__pycache__"})
 _MAX_DEPTH = 64
 
 
@@ -61,7 +61,7 @@ def walk(root: str, warned: set[str]) -> Iterator[tuple[str, bool, os.stat_resul
         below = []
         for entry in entries:
             name = entry.name
-            if name.startswith(".") or name in _SKIPPED:
+            if name.startswith(".") or name in SKIPPED:
                 continue
             child = f"{rel}/{name}" if rel else name
             try:

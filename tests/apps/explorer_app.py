@@ -65,7 +65,8 @@ def readme() -> str:
 @app.resource("config://settings")
 def settings() -> dict[str, object]:
     """Settings as JSON."""
-    return {"theme": "dark", "limits": {"items": COUNT, "page": 500}, "flags": [True, False, None]}
+    return {"theme": "dark", "limits": {"items": COUNT, "page": 500}, "flags": [True, False, None],
+            "nested": {"level2": {"level3": {"deep": 1}}}}
 
 
 @app.resource("live://status", poll=0.2, title="Live status")
@@ -97,6 +98,19 @@ def forecast(city: Annotated[str, "A city name"], days: int = 3, unit: Unit = Un
 @app.template("users://{user_id}", lister=lambda: [{"user_id": n, "title": f"User {n}"} for n in (1, 2, 3)])
 def user(user_id: int) -> dict[str, object]:
     return {"id": user_id, "name": f"user {user_id}"}
+
+
+@app.resource("users://me", title="Me")
+def me() -> str:
+    """A plain resource the users://{user_id} template would not match: user_id is an int."""
+    return "me"
+
+
+@app.template("rooms://{floor}", complete={"floor": lambda value: [f for f in ("10", "11", "12", "20")
+                                                                  if f.startswith(value)]})
+def room(floor: int) -> str:
+    """An int variable with a completer."""
+    return f"floor {floor}"
 
 
 @app.resource("folder://", title="Folder", children=lambda: ["folder://a.txt", "folder://b.txt"])

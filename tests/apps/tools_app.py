@@ -51,4 +51,4 @@ def row(n: int) -> str:
 
 
 for n in range(4):
-    app.template(f"t{n}://{{x}}")(lambda x: x)
+    app.template(f"t{n}://{{x}}", name=f"t{n}")(lambda x: x)

@@ -79,3 +79,21 @@ def result_of(done: subprocess.CompletedProcess[str]) -> dict:
     assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
     line = next(line for line in done.stdout.splitlines() if line.startswith("{"))
     return json.loads(line)["result"]
+
+
+SKILLS_SCENARIOS = ("sep-2640-skills-enumeration", "sep-2640-skills-manifest", "sep-2640-skills-directory")
+
+
+def run_skills_conformance(url: str, tmp_path: Path) -> None:
+    """The conformance suite's SEP-2640 scenarios against the server at ``url``: each passes whole."""
+    ensure_npm_packages()
+    for scenario in SKILLS_SCENARIOS:
+        results = tmp_path / scenario
+        done = subprocess.run(["node", str(ALPHA), "server", "--url", url, "--scenario", scenario,
+                               "-o", str(results)], cwd=CONFORMANCE, env=node_env(), capture_output=True,
+                              text=True, timeout=300)
+        report = f"{done.stdout[-4000:]}\n{done.stderr[-2000:]}"
+        assert done.returncode == 0 and " 0 failed, 0 warnings" in done.stdout, report
+        checks = read_results(results).get(scenario, [])
+        assert checks and not failing(checks), report
+        assert sum(c["status"] == "SUCCESS" for c in checks) >= 5, report

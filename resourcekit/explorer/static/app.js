@@ -403,16 +403,52 @@ const MATCHERS = {
   ";": "(?:;[^/?#]*)?", "?": "(?:\\?.*)?", "&": "(?:&.*)?",
 };
 
+// a template's URIs, with a group for each simple variable ({x}, {+x}) whose value the types can check
 function templateMatcher(template) {
   let pattern = "";
   let last = 0;
+  const names = [];
   for (const match of template.matchAll(/\{([^}]+)\}/g)) {
     pattern += template.slice(last, match.index).replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-    pattern += MATCHERS[parseExpression(match[1]).op];
+    const { op, variables } = parseExpression(match[1]);
+    if ((op === "" || op === "+") && variables.length === 1 && !variables[0].explode) {
+      names.push(variables[0].name);
+      pattern += `(${MATCHERS[op]})`;
+    } else {
+      pattern += MATCHERS[op];
+    }
     last = match.index + match[0].length;
   }
   pattern += template.slice(last).replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  try { return new RegExp(`^${pattern}$`); } catch (_) { return null; }
+  try { return { regex: new RegExp(`^${pattern}$`), names }; } catch (_) { return null; }
+}
+
+const FORMATS = {
+  uuid: /^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$/,
+  date: /^\d{4}-\d{2}-\d{2}$/,
+  "date-time": /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}/,
+};
+
+// would the server's convertor take this value for a variable of this schema (the template's _meta)?
+function valueFits(value, schema) {
+  if (!schema) return true;
+  if (schema.enum) return schema.enum.map(String).includes(value);
+  if (schema.type === "integer") return /^[+-]?\d+$/.test(value);
+  if (schema.type === "number") return /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(value);
+  if (schema.type === "boolean") return /^(true|false|1|0|yes|no|on|off)$/i.test(value);
+  if (schema.format && FORMATS[schema.format]) return FORMATS[schema.format].test(value);
+  return true;
+}
+
+function matchesTemplate(template, uri) {
+  const found = template.matcher && template.matcher.regex.exec(uri);
+  if (!found) return false;
+  const schemas = (template._meta && template._meta[META_VARIABLES]) || {};
+  return template.matcher.names.every((name, i) => {
+    let value = found[i + 1];
+    try { value = decodeURIComponent(value); } catch (_) { return false; }
+    return valueFits(value, schemas[name]);
+  });
 }
 
 // --- rendering contents --------------------------------------------------------------------
@@ -439,7 +475,7 @@ function renderJson(value, key, depth = 0) {
   if (!entries.length) return h("div", { class: "json-row" }, label, open + close);
   const summary = h("summary", {}, label, open,
     h("span", { class: "json-count" }, ` ${entries.length} ${isArray ? "items" : "keys"} `), h("span", { class: "json-close" }, close));
-  const details = h("details", { class: "json-node", open: depth < 2 }, summary);
+  const details = h("details", { class: "json-node", open: depth < 3 }, summary);
   const body = h("div", { class: "json-children" });
   for (const [k, v] of entries) body.append(renderJson(v, k, depth + 1));
   details.append(body, h("div", { class: "json-row json-end" }, close));
@@ -1010,7 +1046,7 @@ function advance() {
 
 function instancesOf(template) {
   if (!template.matcher) return [];
-  return state.resources.filter((r) => template.matcher.test(r.uri));
+  return state.resources.filter((r) => matchesTemplate(template, r.uri));
 }
 
 function renderTemplates() {
@@ -1281,7 +1317,9 @@ function openTemplate(uriTemplate) {
       h("label", { for: id }, variable.name, schema.required ? h("span", { class: "req" }, " *") : null,
         h("span", { class: "type" }, describeType(schema, variable))),
       input, schema.description ? h("small", { class: "muted" }, schema.description) : null);
-    if (input.tagName === "INPUT" && input.type === "text" && completions && (schema.completion || !Object.keys(schemas).length)) {
+    // any typed box a completer serves (an int with complete= too), not only text
+    if (input.tagName === "INPUT" && ["text", "number"].includes(input.type) && completions
+        && (schema.completion || !Object.keys(schemas).length)) {
       attachCompletion(field, input, template, variable.name, () => values());
     }
     form.append(field);
