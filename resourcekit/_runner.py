@@ -93,14 +93,19 @@ class Lane:
 
 class _Worker:
     """A worker's batch (the jobs it took from a lane at once) and what the loop's look needs: the
-    lane it serves and how many jobs it started."""
+    lane it serves, and how far it got (``progress``)."""
 
-    __slots__ = ("batch", "job", "lane")
+    __slots__ = ("batch", "lane", "takes")
 
     def __init__(self) -> None:
         self.batch: deque[Job] = deque()  # taken from ``lane``, not started yet (the look may give them back)
         self.lane: Lane | None = None
-        self.job = 0
+        self.takes = 0  # batches taken
+
+    def progress(self) -> tuple[int, int] | None:
+        """Where the worker is (None: between lanes): the same at two looks, it is stuck in one job
+        (each job it starts leaves its batch shorter, each batch it takes counts)."""
+        return None if self.lane is None else (self.takes, len(self.batch))
 
 
 class ThreadRunner:
@@ -122,27 +127,26 @@ class ThreadRunner:
         self._workers: list[_Worker] = []
         self._threads: list[threading.Thread] = []
         self._closed = False
-        self._shared = Lane()  # jobs of no session (skills, trackers)
+        self.shared = Lane()  # jobs of no session (skills, trackers)
         self._touched: list[Lane] = []  # lanes submitted to in this tick
         self._tick = 0
         self._publishing = False
         self._done: deque[tuple[Callback, bool, Any]] = deque()
         self._wake_pending = False
         self._watching = False  # the loop's look is scheduled
-        self._looked: tuple[int, list[int]] = (-1, [])  # jobs taken, and each worker's job, at the last look
+        # jobs taken, and each worker's progress, at the last look
+        self._looked: tuple[int, list[tuple[int, int] | None]] = (-1, [])
 
     # --- the loop's side ---------------------------------------------------------------------
 
-    def submit(self, job: Job, lane: Lane | None = None) -> None:
-        """Run ``job`` in a worker, after the jobs ``lane`` holds already (see ``Job``).
-        LimitExceeded: too many jobs wait."""
+    def submit(self, job: Job, lane: Lane) -> None:
+        """Run ``job`` in a worker, after the jobs ``lane`` holds already (see ``Job``; ``shared``:
+        the lane of jobs of no session).  LimitExceeded: too many jobs wait."""
         submitted = self._submitted
         if submitted - self._taken >= self._max_queued:
             raise LimitExceeded("max_queued_jobs", self._max_queued, "Server busy: too many jobs waiting",
                                 code=-32603)
         self._submitted = submitted + 1
-        if lane is None:
-            lane = self._shared
         lane.jobs.append(job)
         if lane.tick != self._tick:  # the lane's first job of this tick
             self._touch(lane)
@@ -177,16 +181,16 @@ class ThreadRunner:
         spawn = False
         with self._cond:
             ring = self._ring
-            added = 0
+            added = 0  # takes: a worker takes up to TAKE jobs of a lane at once
             for lane in touched:
                 if lane.jobs and not lane.held:
-                    added += len(lane.jobs)
+                    added += (len(lane.jobs) + TAKE - 1) // TAKE
                     if not lane.queued:
                         lane.queued = True
                         ring.append(lane)
             if added:
                 if self._idle:
-                    self._wake_workers(added)  # a worker per job at most: those idle
+                    self._wake_workers(added)  # a worker per take at most: those idle
                 else:  # none idle: a thread more while they are fewer than the cores (more only when stuck)
                     spawn = len(self._threads) < self._eager
         if spawn:
@@ -211,11 +215,11 @@ class ThreadRunner:
         """Every ``STALL`` seconds while jobs wait or run: the stall rule (see the module)."""
         taken, jobs = self._looked
         workers = list(self._workers)
-        now = [w.job if w.lane is not None else 0 for w in workers]
+        now = [w.progress() for w in workers]
         gave_back = False
         for i, worker in enumerate(workers):
             lane = worker.lane
-            if lane is None or i >= len(jobs) or jobs[i] != now[i]:
+            if lane is None or i >= len(jobs) or now[i] is None or jobs[i] != now[i]:
                 continue
             # stuck in a slow job: the replies made before it go out now, the jobs it took with it
             # go back to its lane for another worker
@@ -236,7 +240,7 @@ class ThreadRunner:
             self._looked = (self._taken, now)
         if stuck:
             self._spawn()
-        if (waiting or any(now)) and not self._closed:
+        if (waiting or any(p is not None for p in now)) and not self._closed:
             self._loop.call_later(STALL, self._look)
         else:
             self._watching = False
@@ -291,7 +295,7 @@ class ThreadRunner:
             # its awaiter was cancelled (a cancelled request) before a worker took it: nobody wants it
             return None if future.cancelled() else fn()
 
-        self.submit(Call(job, done), lane)
+        self.submit(Call(job, done), self.shared if lane is None else lane)
         return await future
 
     def close(self) -> None:
@@ -340,6 +344,7 @@ class ThreadRunner:
                                 ring.popleft()
                                 lane.queued = False
                             self._taken += n
+                            me.takes += 1
                             break
                         if left is not None or self._closed:
                             break  # its replies first (outside the lock), then wait
@@ -366,7 +371,6 @@ class ThreadRunner:
                 batch.appendleft(job)
                 self._give_back(batch, left)
                 continue
-            me.job += 1
             try:
                 value = job.run()
             except BaseException as exc:  # delivered to the loop, which decides

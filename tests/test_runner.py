@@ -93,8 +93,8 @@ async def test_a_callback_that_raises_leaves_no_other_result_waiting(caplog: pyt
         raise RuntimeError("a callback's bug")
 
     try:
-        runner.submit(Call(lambda: 1, boom))
-        runner.submit(Call(lambda: 2, lambda ok, value: got.append(value)))
+        runner.submit(Call(lambda: 1, boom), runner.shared)
+        runner.submit(Call(lambda: 2, lambda ok, value: got.append(value)), runner.shared)
         for _ in range(100):
             if got:
                 break

@@ -43,7 +43,7 @@ from ..revisions import (
 from ..telemetry import spans as telemetry
 from . import observers
 from .plan import HANDSHAKE, STATELESS, Profile, profile_for
-from .request import Batch, Request, Send
+from .request import Batch, Request, Send, Sink
 
 if TYPE_CHECKING:
     from ..methods._base import SharedSubscriptions
@@ -67,16 +67,17 @@ class Connection:
     __slots__ = (
         "__weakref__", "_max_inflight", "app", "client_capabilities", "client_info", "closed", "held", "inflight",
         "initialized", "lane", "limits", "log_level", "optin", "outbox", "principal", "profile", "protocol_version",
-        "router", "runner", "seen", "seen_max", "send", "send_threadsafe", "server", "session_id", "shared",
+        "router", "runner", "seen", "seen_max", "send", "server", "session_id", "shared", "sink",
         "stateless", "traced", "tracker", "waiting",
     )
 
-    def __init__(self, server: Host, send: Send, *, stateless: bool = False, threadsafe: bool = False) -> None:
+    def __init__(self, server: Host, send: Send, *, stateless: bool = False, sink: Sink | None = None) -> None:
         self.server = server
         self.app = server.app
         self.send = send  # for messages not tied to a request (subscription updates)
         self.outbox: Outbox | None = None  # a stream session's (``Server.stream``), whose ``send`` it is
-        self.send_threadsafe = threadsafe
+        # where a worker hands the replies it made for this session (``Outbox.put``); None: to the loop
+        self.sink = sink
         self.stateless = stateless
         self.protocol_version: str | None = None
         self.client_capabilities: dict[str, Any] = {}

@@ -57,13 +57,7 @@ class Outbox:
         """A message for the session (``Connection.send``, a request's ``reply``), from any thread:
         a dict or list is encoded here, a response encoded already (``bytes``) passes as it is."""
         if type(message) is bytes and get_ident() != self._loop_thread:
-            # a worker's reply: it goes out when the worker leaves the session's lane (``Lane.flush``),
-            # at once when big (coalescing saves nothing there, and the reader may owe too much).
-            # No lock: a deque's append is atomic, and ``flush`` takes the items one by one
-            pending = self._pending
-            pending.append(message)
-            if len(pending) >= FLUSH_COUNT or len(message) >= FLUSH_SIZE:
-                self.flush()
+            self.put(message)
             return
         data = message if type(message) is bytes else dumps(message, option=OPT_APPEND_NEWLINE)
         on_loop = get_ident() == self._loop_thread
@@ -78,6 +72,16 @@ class Outbox:
             else:  # a notification from another thread (a change reported there)
                 with contextlib.suppress(RuntimeError):  # the loop is closed: nobody to write it
                     self._loop.call_soon_threadsafe(self.flush)
+
+    def put(self, data: bytes) -> None:
+        """A reply a worker made (``Connection.sink``): it goes out when the worker leaves the
+        session's lane (``Lane.flush``), at once when big (coalescing saves nothing there, and the
+        reader may owe too much).  No lock: a deque's append is atomic, and ``flush`` takes the
+        items one by one."""
+        pending = self._pending
+        pending.append(data)
+        if len(pending) >= FLUSH_COUNT or len(data) >= FLUSH_SIZE:
+            self.flush()
 
     def flush(self) -> None:
         """Hand what waits to the transport, in one write (from any thread); hold the session when

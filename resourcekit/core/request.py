@@ -27,13 +27,15 @@ if TYPE_CHECKING:
     from ..methods._base import RequestView
     from .views import ProfileView, Session
 
-__all__ = ["Batch", "Request", "Send", "Watch"]
+__all__ = ["Batch", "Request", "Send", "Sink", "Watch"]
 
 log = logging.getLogger("resourcekit")
 
 #: where messages for a client go: a JSON-RPC message (a dict, or a list for a batch), or a
 #: successful response already encoded as one JSON line (``bytes``)
 Send = Callable[[Any], None]
+#: where a worker hands the replies it made for a session (``Outbox.put``), from any thread
+Sink = Callable[[bytes], None]
 #: an observer told of a request's outcome: None (answered), the exception, or "cancelled"
 Watch = Callable[["Request", Any], None]
 
@@ -43,7 +45,7 @@ class Request:
 
     __slots__ = (
         "cancelled", "conn", "handler", "id", "kwargs", "method", "on_cancel", "params", "principal", "profile",
-        "reply", "reply_of", "started", "task", "threadsafe", "uri", "watch",
+        "reply", "reply_of", "sink", "started", "task", "uri", "watch",
     )
     # a request its step handed to a worker (``run``) carries what to call: ``handler`` with ``kwargs``
     # for ``uri``, its value made the reply by ``reply_of``; set by the step (``methods.reading.serve``)
@@ -51,7 +53,10 @@ class Request:
     kwargs: dict[str, Any]
     uri: str
     reply_of: Callable[[RequestView, Handler, str, Any], bytes]
-    started: float  # set by an observer that times it (the access log)
+    # set only by who needs them (a request is made per line: each store counts), read with getattr:
+    started: float  # by an observer that times it (the access log)
+    task: asyncio.Task[Any]  # an async step's (the engine)
+    on_cancel: Callable[[RequestView], None] | None  # the method's own cancellation (listen)
 
     def __init__(self, conn: Session, rid: Any, method: str, params: dict[str, Any], profile: ProfileView,
                  reply: Send) -> None:
@@ -61,13 +66,11 @@ class Request:
         self.params = params
         self.profile = profile  # era, version, log level, opt-ins: shared, never changed
         self.reply = reply
-        # the reply may be handed on from a worker thread (the session's outbox takes it from any)
-        self.threadsafe = reply is conn.send and conn.send_threadsafe
+        # where a worker hands its reply on itself (the session's outbox); None: through the loop
+        self.sink = conn.sink if reply is conn.send else None
         self.principal = conn.principal  # who sent it (HTTP with auth), for resourcekit.scopes
         self.cancelled = False
-        self.task: asyncio.Task[Any] | None = None
         self.watch: Watch | None = None  # an observer's (the access log)
-        self.on_cancel: Callable[[RequestView], None] | None = None  # the method's own cancellation (listen)
 
     # --- the profile's ------------------------------------------------------------------------
 
@@ -126,10 +129,10 @@ class Request:
             log.error("the result of %s could not be encoded", self.describe(), exc_info=exc)
             return dumps(error_response(self.id, unencodable()), option=OPT_APPEND_NEWLINE)
 
-    def answer(self, data: Any, outcome: Any = None) -> None:
+    def answer(self, data: Any, outcome: Any = None, sink: Sink | None = None) -> None:
         """The response (one encoded JSON line, or an error message): out of flight, its observer
-        told the ``outcome`` (None: answered), then on its way.  On the loop, or in a worker when
-        the reply takes it from any thread (``threadsafe``).
+        told the ``outcome`` (None: answered), then on its way: to ``reply`` on the loop, or from
+        the worker that made it to the session's ``sink``.
 
         Out of flight before the reply, for the client may reuse the id once it has it; safe in a
         worker: one pop (the loop may cancel it right after), and what the pop took put back if
@@ -142,7 +145,7 @@ class Request:
             inflight.setdefault(self.id, taken)
         if self.watch is not None:
             self.watch(self, outcome)
-        self.reply(data)
+        (self.reply if sink is None else sink)(data)
 
     def fail(self, exc: BaseException) -> None:
         """Answer ``exc``: an ``MCPError`` as its wire error, anything else as -32603 (logged with
@@ -190,8 +193,8 @@ class Request:
     # --- a worker's job (``ThreadRunner.submit``): the handler its step matched -----------------
 
     def run(self) -> Any:
-        """In a worker: call the handler and make the reply; hand it on from here when the reply takes
-        it from any thread (``threadsafe``), else return it for ``done`` on the loop."""
+        """In a worker: call the handler and make the reply; hand it on from here to the session's
+        ``sink`` when it has one, else return it for ``done`` on the loop."""
         if self.cancelled:
             return QUIET  # cancelled while it waited for a worker: nobody wants it
         kwargs = self.kwargs
@@ -201,8 +204,9 @@ class Request:
         except ResourceNotFound:
             self.conn.app.router.forget(self.uri)  # no cache slot for what is not there
             raise
-        if self.threadsafe:
-            self.answer(data)
+        sink = self.sink
+        if sink is not None:
+            self.answer(data, None, sink)
             return QUIET
         return data
 
@@ -212,10 +216,12 @@ class Request:
         if self.cancelled:
             return
         self.cancelled = True
-        if self.task is not None and not self.task.done():
-            self.task.cancel()
-        if self.on_cancel is not None:
-            self.on_cancel(self)
+        task = getattr(self, "task", None)
+        if task is not None and not task.done():
+            task.cancel()
+        on_cancel = getattr(self, "on_cancel", None)
+        if on_cancel is not None:
+            on_cancel(self)
         watch = self.watch
         if watch is not None:
             watch(self, "cancelled")

@@ -16,7 +16,7 @@ from ..telemetry import spans as telemetry
 from . import observers
 from .engine import Connection
 from .outbox import Outbox
-from .request import Send
+from .request import Send, Sink
 
 if TYPE_CHECKING:
     from ..registry import Registry
@@ -109,16 +109,16 @@ class Server:
         through an ``Outbox``: ``write`` takes bytes from any thread; ``owed`` says how many the
         transport took and its reader has not (``Limits.max_owed_bytes``)."""
         outbox = Outbox(self.loop, write, owed, self.app.limits.max_owed_bytes)
-        conn = self.connect(outbox.send, threadsafe=True)
+        conn = self.connect(outbox.send, sink=outbox.put)
         conn.outbox = outbox
         outbox.conn = conn
         conn.lane.flush = outbox.flush  # a worker's replies for the session, written when it leaves them
         return conn
 
-    def connect(self, send: Send, *, stateless: bool = False, threadsafe: bool = False) -> Connection:
-        """A connection whose messages not tied to a request go to ``send`` (``threadsafe``: it
-        takes encoded replies from any thread, so a worker hands its reply on itself)."""
-        conn = Connection(self, send, stateless=stateless, threadsafe=threadsafe)
+    def connect(self, send: Send, *, stateless: bool = False, sink: Sink | None = None) -> Connection:
+        """A connection whose messages not tied to a request go to ``send``; ``sink``: where a worker
+        hands on the replies it made for the session itself (from any thread), if anywhere."""
+        conn = Connection(self, send, stateless=stateless, sink=sink)
         if not stateless:
             self.connections.add(conn)
         return conn

@@ -9,7 +9,7 @@ where one is handed to the other.
 
 from __future__ import annotations
 
-from collections.abc import MutableSet
+from collections.abc import Callable, MutableSet
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..methods._base import ServerView, SessionView, SubscriptionsView
@@ -67,7 +67,7 @@ class Session(SessionView, telemetry.Session, Protocol):
     @property
     def server(self) -> Host: ...
     @property
-    def send_threadsafe(self) -> bool: ...
+    def sink(self) -> Callable[[bytes], None] | None: ...
     @property
     def principal(self) -> Any: ...
     @property

@@ -134,7 +134,7 @@ class RequestView(Protocol):
     the ways to answer it."""
 
     on_cancel: Callable[[RequestView], None] | None  # the method's own cancellation (listen)
-    threadsafe: bool  # its reply may be handed on from a worker (a ``Context`` handler's may not)
+    sink: Callable[[bytes], None] | None  # where a worker hands its reply on (a ``Context`` handler's: None)
     # what a worker runs for it (``run``, a job of ``ThreadRunner``): set by the read step
     handler: Handler
     kwargs: dict[str, Any]

@@ -84,7 +84,7 @@ def serve(req: Request, uri: str | None = None, reply_of: ReplyOf | None = None,
         sig = handler.sig
         if sig.context_param is not None:
             kwargs[sig.context_param] = _context(req, uri, match.raw)
-            req.threadsafe = False  # its log messages go out first, from the loop: so does its reply
+            req.sink = None  # its log messages go out first, from the loop: so does its reply
     else:
         kwargs = _NO_ARGUMENTS
         sig = handler.sig
@@ -199,19 +199,19 @@ def read_reply(req: Request, handler: Handler, uri: str, value: Any) -> bytes:
     """A handshake-era read's whole reply to the handler's ``value``, as one JSON line: a short
     text's from its remembered tail (``text_tail``: only its id is encoded when the URI served the
     same text before), anything else its result encoded."""
-    if type(value) is str and len(value) <= TAIL_TEXT:
-        mime = handler.mime_type or TEXT_MIME
-        known = TAILS.get(uri)
-        if known is not None and known[0] == value and known[1] == mime:  # == on the same str: no compare
-            tail, version = known[2], known[3]
-        else:
-            try:
-                tail, version = text_tail(uri, mime, value)
-            except TypeError:  # JSON cannot carry the text: answered as any result that cannot be
-                return req.encode(read_result(req, handler, uri, value))
-        served(req.conn, uri, version)
-        return HEAD + dumps(req.id) + tail
-    return req.encode(read_result(req, handler, uri, value))
+    known = TAILS.get(uri)
+    if known is not None and type(value) is str and known[0] == value and known[1] == (
+            handler.mime_type or TEXT_MIME):  # == on the same str: no compare
+        tail, version = known[2], known[3]
+    elif type(value) is str and len(value) <= TAIL_TEXT:
+        try:
+            tail, version = text_tail(uri, handler.mime_type or TEXT_MIME, value)
+        except TypeError:  # JSON cannot carry the text: answered as any result that cannot be
+            return req.encode(read_result(req, handler, uri, value))
+    else:
+        return req.encode(read_result(req, handler, uri, value))
+    served(req.conn, uri, version)
+    return HEAD + dumps(req.id) + tail
 
 
 _modern_reply = encoded(read_result)
