@@ -13,7 +13,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError as ClientError
 
 from tests.support.http_server import http_server_process
-from tests.support.mcp_client import stdio_session
+from tests.support.mcp_client import all_tools, stdio_session
 from tests.support.process import APPS
 from tests.support.wire import modern_meta
 
@@ -43,7 +43,7 @@ async def walk(session: ClientSession) -> tuple[list[str], list[str], int]:
 
 
 async def check_tools(session: ClientSession) -> None:
-    tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+    tools = {tool.name: tool for tool in await all_tools(session)}  # paged: page_size=3
     # the two built-in tools, and one per template (tests/test_template_tools.py)
     assert sorted(tools) == ["list_resources", "read_resource", "row", "t0", "t1", "t2", "t3", "upper"]
     for tool in tools.values():

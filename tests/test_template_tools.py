@@ -188,3 +188,22 @@ async def test_tools_follow_the_templates_and_scopes_hide_them() -> None:
         assert named(await client.request("tools/list")) == ["one", "three"]
         called = await client.request("tools/call", {"name": "three", "arguments": {"x": "hi"}})
         assert called == {"content": [{"type": "text", "text": "hi"}]}
+
+
+async def test_tools_list_is_paged_by_a_cursor_that_templates_coming_and_going_do_not_move() -> None:
+    app = App("paged", resource_tools=True, page_size=4)
+    for i in range(9):
+        app.template(f"t{i}://{{x}}", name=f"t{i}")(lambda x: x)
+    async with Client(app) as client:
+        first = await client.request("tools/list")
+        assert [t["name"] for t in first["tools"]] == ["list_resources", "read_resource", "t0", "t1"]
+        app.remove("t0://{x}")  # gone before the next page: the pages after it are unchanged
+        names, cursor = [], first["nextCursor"]
+        while cursor:
+            page = await client.request("tools/list", {"cursor": cursor})
+            assert len(page["tools"]) <= 4
+            names += [t["name"] for t in page["tools"]]
+            cursor = page.get("nextCursor")
+        assert names == [f"t{i}" for i in range(2, 9)]
+        with pytest.raises(Exception, match="cursor"):
+            await client.request("tools/list", {"cursor": "not-a-cursor"})

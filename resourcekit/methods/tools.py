@@ -16,6 +16,7 @@ and answered -32603, and an unknown tool -32602, as JSON-RPC errors.  With
 from __future__ import annotations
 
 import logging
+from bisect import bisect_right
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ import orjson
 from ..errors import InsufficientScope, InvalidParams, MCPError, MethodNotFound
 from ..pagination import decode_cursor, encode_cursor
 from ..scopes import may_read
-from ._base import PENDING, Method, cache_hints, check_uri, in_worker
+from ._base import PENDING, Method, cache_hints, check_uri, in_worker, keyset_after
 from .listing import resources_page
 from .reading import encoded, read_result, serve
 from .template_tools import READ_ONLY, ArgumentError, TemplateTool, tool_table
@@ -81,11 +82,31 @@ def _served(req: Request) -> None:
 
 
 def list_tools(req: Request) -> dict[str, Any]:
+    """The two built-in tools, then a tool per template in registration order, ``page_size`` of them
+    a page (a keyset cursor: templates that come or go meanwhile move no other tool)."""
     _served(req)
     app = req.conn.app
-    tools = [*TOOLS, *(tool.wire for tool in tool_table(app).tools
-                       if req.principal is None or may_read(req.principal, app, tool.handler))]
-    return cache_hints(req, {"tools": tools})
+    after = keyset_after(req, "o")
+    table = tool_table(app).tools
+    start = bisect_right(table, after, key=_seq)
+    tools: list[dict[str, Any]] = [] if after else list(TOOLS)
+    limit, more = app.page_size, False
+    for tool in table[start:]:
+        if req.principal is not None and not may_read(req.principal, app, tool.handler):
+            continue
+        if len(tools) >= limit:
+            more = True
+            break
+        tools.append(tool.wire)
+        after = tool.handler.seq
+    result: dict[str, Any] = {"tools": tools}
+    if more:
+        result["nextCursor"] = encode_cursor("o", after)
+    return cache_hints(req, result)
+
+
+def _seq(tool: TemplateTool) -> int:
+    return tool.handler.seq
 
 
 def call_tool(req: Request) -> Any:

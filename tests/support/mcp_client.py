@@ -43,6 +43,15 @@ async def stdio_session(
 
 
 async def all_resources(session: ClientSession) -> list[Any]:
+    return await _all(session.list_resources, "resources")
+
+
+async def all_tools(session: ClientSession) -> list[Any]:
+    """Every page of ``tools/list``."""
+    return await _all(session.list_tools, "tools")
+
+
+async def _all(list_page: Any, field: str) -> list[Any]:
     from mcp_types import PaginatedRequestParams
 
     out: list[Any] = []
@@ -50,9 +59,9 @@ async def all_resources(session: ClientSession) -> list[Any]:
     pages = 0
     while True:
         params = PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-        result = await session.list_resources(params=params)
+        result = await list_page(params=params)
         pages += 1
-        out.extend(result.resources)
+        out.extend(getattr(result, field))
         cursor = result.next_cursor
         if cursor is None:
             return out
