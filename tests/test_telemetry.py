@@ -299,3 +299,22 @@ async def test_each_member_of_a_batch_is_a_span_and_the_batch_still_answers_once
     spans = {attrs(s)["jsonrpc.request.id"]: s for s in sdk.spans("resources/read")}
     assert spans["b1"].status.status_code.name == "UNSET" and spans["b2"].status.status_code.name == "ERROR"
     assert attrs(spans["b1"])["mcp.protocol.version"] == "2025-03-26"
+
+
+async def test_a_streamed_resource_ends_its_span_with_its_bytes(sdk: Otel) -> None:
+    """``resources/stream`` answers with bytes, not a JSON-RPC message: its span ends all the same."""
+    app = App("traced")
+
+    @app.resource("blob://big", streamable=True, mime_type="application/octet-stream")
+    def big() -> bytes:
+        return b"x" * 100_000
+
+    message = {"jsonrpc": "2.0", "id": "s-1", "method": "resources/stream", "params": {"uri": "blob://big", "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"resourceStreaming": {}}}}}
+    async with open_wire("tcp", app, "modern") as wire:
+        response = await wire.client.post(wire.url, content=orjson.dumps(message), headers=wire.headers(message))
+        assert response.status_code == 200 and response.content == b"x" * 100_000
+    span = only(sdk.spans("resources/stream"))
+    assert attrs(span)["mcp.resource.uri"] == "blob://big"
+    assert span.status.status_code.name == "UNSET"

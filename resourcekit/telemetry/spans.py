@@ -244,13 +244,14 @@ class Traced:
             log.exception("starting the span of %s failed", method)
 
     def __call__(self, message: Any) -> None:
-        # the request's answer: a successful response encoded already (bytes), or a message with its id
-        if type(message) is bytes:
-            answer: dict[str, Any] | None = {}
-        elif type(message) is dict:
-            answer = message if message.get("id", ...) == self.rid else None
-        else:
+        # the request's answer: a message with its id, or a successful response that is no message (one
+        # encoded already, bytes; a body the transport sends as it is, resources/stream's)
+        if type(message) is dict:
+            answer: dict[str, Any] | None = message if message.get("id", ...) == self.rid else None
+        elif type(message) is list:  # a batch's responses pass through the batch, never here
             answer = None
+        else:
+            answer = {}
         if answer is not None or type(message) is dict:
             span = self.span
             if span is not None:
