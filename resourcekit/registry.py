@@ -119,7 +119,9 @@ class Registry:
         self.cache_scope = cache_scope
         self.telemetry = telemetry  # OpenTelemetry spans and metrics, once a provider is configured
         self.router = Router(max_uri_length=self.limits.max_uri_length)
-        self.resources: SeqIndex[Handler] = SeqIndex()
+        # the resources in declaration order, for listing: made from the router's exact URIs on first
+        # use (``resources``), kept up to date from then on; declaring 100,000 appends to no index
+        self._resources: SeqIndex[Handler] | None = None
         self.templates: SeqIndex[Handler] = SeqIndex()
         self.listed_templates: SeqIndex[Handler] = SeqIndex()  # templates with a lister
         self._seq = 0
@@ -132,6 +134,19 @@ class Registry:
         self.scopes = normalize_scopes(scopes, f"App {name!r}") or NO_SCOPES
         self.declared_scopes: set[str] = set(self.scopes)
         self._lifespan = Lifespan(self, lifespan)  # sets self.state while it runs
+
+    @property
+    def resources(self) -> SeqIndex[Handler]:
+        """The resources, pageable in declaration order (made on first use: the router's exact URIs
+        are in that order already, since each is added with the next sequence number)."""
+        index = self._resources
+        if index is None:
+            with self._lock:
+                index = self._resources
+                if index is None:
+                    handlers = list(self.router.exact.values())
+                    index = self._resources = SeqIndex.of([handler.seq for handler in handlers], handlers)
+        return index
 
     @property
     def page_size(self) -> int:
@@ -280,7 +295,8 @@ class Registry:
             if handler.template is None:  # Router.add's check in one C call: declaring 100,000 is a hot path
                 if self.router.claim(handler.uri, handler) is not handler:
                     raise DuplicateResourceError(handler.uri, handler.uri, self.router.exact[handler.uri].fn)
-                self.resources.append(seq, handler)
+                if self._resources is not None:  # listed already (else made when first listed)
+                    self._resources.append(seq, handler)
             else:
                 self.router.add(handler)
                 self.templates.append(seq, handler)
@@ -363,9 +379,12 @@ class Registry:
             if handler is None:
                 raise KeyError(uri)
             self.router.remove(handler)
-            index = self.resources if handler.template is None else self.templates
-            index.remove(handler.seq)
-            self.listed_templates.remove(handler.seq)
+            if handler.template is None:
+                if self._resources is not None:
+                    self._resources.remove(handler.seq)
+            else:
+                self.templates.remove(handler.seq)
+                self.listed_templates.remove(handler.seq)
         if self._tracker is not None:
             self._tracker.on_registry_changed(handler)
 
