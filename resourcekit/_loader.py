@@ -51,6 +51,10 @@ def load_app(target: str) -> App:
     gc.disable()
     try:
         module = _import(path, dotted)
+        app = find_app(vars(module), attr, shown)
+        # its listing index, made in one step from the declarations (Registry.resources) while the GC
+        # is paused and frozen with them, rather than by the first list
+        app.resources  # noqa: B018
     except SystemExit:
         raise
     except CLIError:
@@ -61,10 +65,8 @@ def load_app(target: str) -> App:
         gc.enable()
         gc.freeze()
     if os.environ.get(RESOURCE_TOOLS_ENV) == "1":
-        app = find_app(vars(module), attr, shown)
         app.resource_tools = True
-        return app
-    return find_app(vars(module), attr, shown)
+    return app
 
 
 def package_root(path: str) -> tuple[str, str]:
