@@ -51,6 +51,10 @@ def load_app(target: str) -> App:
     gc.disable()
     try:
         module = _import(path, dotted)
+        app = find_app(vars(module), attr, shown)
+        # its listing index, made in one step from the declarations (Registry.resources) while the GC
+        # is paused and frozen with them, rather than by the first list
+        app.resources  # noqa: B018
     except SystemExit:
         raise
     except CLIError:
@@ -60,7 +64,6 @@ def load_app(target: str) -> App:
     finally:
         gc.enable()
         gc.freeze()
-    app = find_app(vars(module), attr, shown)
     if os.environ.get(RESOURCE_TOOLS_ENV) == "1":
         app.resource_tools = True
     if app.resource_tools:  # a template tool's name is checked at start-up: said here in one line

@@ -268,6 +268,18 @@ def is_textual(mime_type: str) -> bool:
     return main == "text" or (main == "application" and any(t in sub for t in _TEXTUAL_APPLICATION))
 
 
+def declared_mime_type(declared: str | None, inferred: str | None, uri: str) -> str | None:
+    """The declared mimeType, else the one inferred from the handler's return annotation; when neither
+    is telling, a URI ending in .png or .md says more than a bare ``bytes``/``str``."""
+    mime_type = declared or inferred
+    if declared is None and mime_type in _GUESSABLE and "." in uri:  # most URIs: no call
+        mime_type = guess_mime_type(uri, "") or mime_type
+    return mime_type
+
+
+_GUESSABLE = frozenset({None, "application/octet-stream", "text/plain"})
+
+
 def guess_mime_type(name: str, default: str) -> str:
     """mimeType from a URI's or file's extension, else ``default``."""
     if "." not in name:

@@ -15,7 +15,7 @@ import binascii
 import os
 from bisect import bisect_right
 from collections.abc import Iterator
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 from .errors import InvalidParams
 
@@ -40,6 +40,13 @@ class SeqIndex(Generic[T]):
     def __init__(self) -> None:
         self._lists: tuple[list[int], list[T | None]] = ([], [])
         self._dead = 0
+
+    @classmethod
+    def of(cls, seqs: list[int], items: list[T]) -> SeqIndex[T]:
+        """An index of ``items`` numbered ``seqs`` (increasing), taken as they are."""
+        index: SeqIndex[T] = cls()
+        index._lists = (seqs, cast("list[T | None]", items))
+        return index
 
     def append(self, seq: int, item: T) -> None:
         seqs, items = self._lists

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import declaration
-from .contents import guess_mime_type
+from .contents import declared_mime_type
 from .declaration import DEFAULT_OPTIONS, Handler, Options, completers_for, normalize_annotations, plain_handler
 from .errors import (
     DefinitionError,
@@ -67,7 +67,6 @@ if TYPE_CHECKING:  # the keyword options, for type checkers only: importing typi
 
 
 CACHE_SCOPES = ("public", "private")
-_GUESSABLE = frozenset({None, "application/octet-stream", "text/plain"})
 _PLAIN = frozenset({"name", "mime_type"})  # a resource declared with only these keeps no listed object
 
 
@@ -123,7 +122,8 @@ class Registry(SkillsDeclared):
         self.cache_scope = cache_scope
         self.telemetry = telemetry  # OpenTelemetry spans and metrics, once a provider is configured
         self.router = Router(max_uri_length=self.limits.max_uri_length)
-        self.resources: SeqIndex[Handler] = SeqIndex()
+        # made on first use (``resources``): declaring 100,000 resources appends to no index
+        self._resources: SeqIndex[Handler] | None = None
         self.templates: SeqIndex[Handler] = SeqIndex()
         self.listed_templates: SeqIndex[Handler] = SeqIndex()  # templates with a lister
         self._seq = 0
@@ -139,6 +139,16 @@ class Registry(SkillsDeclared):
         self.scopes = normalize_scopes(scopes, f"App {name!r}") or NO_SCOPES
         self.declared_scopes: set[str] = set(self.scopes)
         self._lifespan = Lifespan(self, lifespan)  # sets self.state while it runs
+
+    @property
+    def resources(self) -> SeqIndex[Handler]:
+        """The resources, pageable in declaration order: made on first use from ``router.exact`` (in that
+        order already: each URI is claimed under the lock with the next number), then kept up to date."""
+        with self._lock:
+            if self._resources is None:
+                handlers = list(self.router.exact.values())
+                self._resources = SeqIndex.of([handler.seq for handler in handlers], handlers)
+            return self._resources
 
     @property
     def page_size(self) -> int:
@@ -181,11 +191,8 @@ class Registry(SkillsDeclared):
         return self._add_resource(fn, uri, options)
 
     def _add_resource(self, fn: Callable[..., Any], uri: str, options: ResourceOptions) -> Handler:
-        # the options arrive as the dict the caller's keywords made: declaring 100,000
-        # resources is a hot path, taken in as few calls as the checks allow
-        # a str (its callers checked) that starts with a letter (its scheme's first), with a ":", no
-        # template braces, no space or control character; as few calls as that takes: declaring
-        # 100,000 is a hot path
+        # declaring 100,000 is a hot path: the options as the caller's keywords made them; the URI a str (its
+        # callers checked) starting with a letter, with a ":", no braces, space or control character
         if (not ("a" <= uri < "{" or "A" <= uri < "[") or "{" in uri or "}" in uri or ":" not in uri
                 or " " in uri or not uri.isprintable()):
             raise bad_resource_uri(uri)
@@ -200,8 +207,8 @@ class Registry(SkillsDeclared):
             return self._register(fn, uri, None, sig, **options)
         # a plain resource: no listed object kept, no Options (see Handler.wire)
         mime_type = options.get("mime_type")
-        if not mime_type:  # _mime_type's rule, in one step for a URI without a "." (nothing to guess from)
-            mime_type = _mime_type(mime_type, sig, uri) if "." in uri else sig.mime_type
+        if not mime_type:  # declared_mime_type's rule, in one step for a URI without a "." (nothing to guess from)
+            mime_type = declared_mime_type(mime_type, sig.mime_type, uri) if "." in uri else sig.mime_type
         return self._insert(plain_handler(uri, fn, sig, mime_type, options.get("name") or sig.name))
 
     def add_template(self, fn: Callable[..., Any], uri_template: str, **options: Unpack[TemplateOptions]) -> Handler:
@@ -257,7 +264,7 @@ class Registry(SkillsDeclared):
         scopes: Iterable[str] | None = None, streamable: bool = False,
         tool: str | bool | None = None,
     ) -> Handler:
-        mime_type = _mime_type(mime_type, sig, uri.split("{", 1)[0] if template else uri)
+        mime_type = declared_mime_type(mime_type, sig.mime_type, uri.split("{", 1)[0] if template else uri)
         name = name or sig.name
         extras = DEFAULT_OPTIONS
         wire = None  # a plain resource's is made when listed (Handler.wire): 184 bytes less each
@@ -289,7 +296,8 @@ class Registry(SkillsDeclared):
             if handler.template is None:  # Router.add's check in one C call: declaring 100,000 is a hot path
                 if self.router.claim(handler.uri, handler) is not handler:
                     raise DuplicateResourceError(handler.uri, handler.uri, self.router.exact[handler.uri].fn)
-                self.resources.append(seq, handler)
+                if self._resources is not None:  # listed already (else made when first listed)
+                    self._resources.append(seq, handler)
             else:
                 self.router.add(handler)
                 self.templates.append(seq, handler)
@@ -365,8 +373,9 @@ class Registry(SkillsDeclared):
             if handler is None:
                 raise KeyError(uri)
             self.router.remove(handler)
-            index = self.resources if handler.template is None else self.templates
-            index.remove(handler.seq)
+            index = self._resources if handler.template is None else self.templates
+            if index is not None:
+                index.remove(handler.seq)
             self.listed_templates.remove(handler.seq)
         if self._tracker is not None:
             self._tracker.on_registry_changed(handler)
@@ -389,12 +398,3 @@ class Registry(SkillsDeclared):
     def notify_list_changed(self) -> None:
         """Tell clients the resource list changed (for lists that change outside the program)."""
         self.tracker.notify_list_changed()
-
-
-def _mime_type(declared: str | None, sig: Signature, uri: str) -> str | None:
-    """The declared mimeType, else the return annotation's; when neither is telling, a URI
-    ending in .png or .md says more than a bare ``bytes``/``str``."""
-    mime_type = declared or sig.mime_type
-    if declared is None and mime_type in _GUESSABLE and "." in uri:  # most URIs: no call
-        mime_type = guess_mime_type(uri, "") or mime_type
-    return mime_type

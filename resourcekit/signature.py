@@ -257,7 +257,7 @@ class SignatureCache:
                 raise DefinitionError(f"{fn!r} is not callable")
             return inspect_handler(fn)
         facts = _referents(fn)  # before inspect_handler reads (and so builds) __annotations__
-        code = fn.__code__
+        code = facts[0]  # a function's first referent is its code (see _CACHED)
         entry = self._last
         if entry is None or entry[0] is not code:
             entry = self._entries.get(code)
@@ -376,10 +376,11 @@ _is = operator.is_
 _STRICT = frozenset((str, bytes, type, type(None)))  # equal only to what reads the same (a class: itself)
 
 
-# CPython lists a function's code, globals, defaults, annotations... as its referents;
+# CPython lists a function's code (first), globals, defaults, annotations... as its referents;
 # elsewhere every function is inspected
-_CACHED = types.FunctionType if sys.implementation.name == "cpython" else None
 _referents = gc.get_referents
+_CACHED = (types.FunctionType if sys.implementation.name == "cpython"
+           and _referents(_is_coroutine_function)[0] is _is_coroutine_function.__code__ else None)
 
 
 def _is_typeddict(tp: Any) -> bool:
