@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import declaration
-from .contents import declared_mime_type
 from .declaration import DEFAULT_OPTIONS, Handler, Options, completers_for, normalize_annotations, plain_handler
 from .errors import (
     DefinitionError,
@@ -22,6 +21,7 @@ from .errors import (
 )
 from .lifespan import Lifespan
 from .limits import DEFAULT_LIMITS, Limits
+from .mime import declared_mime_type
 from .pagination import SeqIndex
 from .router import Router
 from .scopes import NO_SCOPES, normalize_scopes
