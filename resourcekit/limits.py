@@ -36,6 +36,10 @@ class _Fields(NamedTuple):
     #: bytes of replies one session may owe a reader that does not read them (stdio): past it the
     #: session's waiting requests stay unstarted and its input is not read until the reader catches up
     max_owed_bytes: int = 4 * MiB
+    #: bytes of contents (before base64) one ``resources/read`` or ``resources/get`` may answer with:
+    #: -32603 naming the limit (a file a handler returns is measured before it is read).
+    #: ``resources/stream`` (``streamable=True``, HTTP) serves larger ones in constant memory
+    max_read_size: int = 64 * MiB
     #: threads for sync handlers, listers and completers
     max_workers: int = 32
     #: sync jobs waiting for a worker, across connections: -32603 "busy"

@@ -376,3 +376,39 @@ def test_the_page_reconnects_after_a_reload(browser: Browser, tmp_path: Path, er
         page.locator('#list .item[data-uri="note://second"]').click()
         expect(page.locator("#contents")).to_contain_text("second")
         context.close()
+
+
+STREAMING_APP = '''
+from resourcekit import App, Limits
+
+app = App("streaming", limits=Limits(max_read_size=64 * 1024))
+
+
+@app.resource("files://big.bin", streamable=True, mime_type="application/octet-stream")
+def big() -> bytes:
+    """A megabyte: too large for resources/read here, streamed whole."""
+    return bytes(range(256)) * 4096
+'''
+
+
+def test_a_streamable_resource_downloads_through_resources_stream(browser: Browser, tmp_path: Path) -> None:
+    source = tmp_path / "streaming_app.py"
+    source.write_text(STREAMING_APP)
+    with dev_server(source) as page_url:
+        context = browser.new_context(viewport={"width": 1200, "height": 700}, accept_downloads=True)
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(page_url)
+        expect(page.locator("#status")).to_have_attribute("data-state", "connected", timeout=15_000)
+        page.click("#view-mode [data-mode=flat]")
+        page.locator('#list .item[data-uri="files://big.bin"]').click()
+        expect(page.locator("#contents")).to_contain_text("max_read_size")  # resources/read refuses it
+        with page.expect_download() as download:
+            page.click("#stream-download")
+        assert download.value.suggested_filename == "big.bin"
+        assert Path(download.value.path()).read_bytes() == bytes(range(256)) * 4096
+        expect(page.locator(".toast")).to_contain_text("streamed")
+        shot(page, "streamed-download")
+        context.close()
+        assert not errors, errors

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 
 import orjson
 import pytest
@@ -62,6 +63,26 @@ async def test_listen_uris_are_capped_and_checked(profile: str) -> None:
             "resourceSubscriptions": ["nope://x"]}}))
         unknown = (await wire.answered({2}))[2]["error"]
         assert unknown["code"] == -32602 and unknown["data"] == {"uri": "nope://x"}
+
+
+async def test_reads_over_the_read_size_limit_are_refused_naming_it(profile: str, tmp_path: Path) -> None:
+    big = tmp_path / "big.bin"
+    with big.open("wb") as f:  # a sparse file far over the limit: measured, never read
+        f.truncate(1 << 30)
+    app = App("sizes", limits=Limits(max_read_size=1000))
+    app.resource("file://big", mime_type="application/octet-stream")(lambda: big)
+    app.resource("bytes://big")(lambda: b"x" * 1001)
+    app.resource("text://wide")(lambda: "\u00e9" * 600)  # 600 characters, 1,200 bytes
+    app.resource("text://fits")(lambda: "x" * 1000)
+    async with Session(app, profile) as (conn, wire):
+        conn.feed_lines([read(i, uri) for i, uri in enumerate(
+            ["file://big", "bytes://big", "text://wide", "text://fits"], 1)])
+        got = await wire.answered({1, 2, 3, 4})
+    for rid in (1, 2, 3):
+        assert got[rid]["error"]["code"] == -32603
+        assert got[rid]["error"]["data"] == {"limit": "max_read_size", "max": 1000}
+        assert "resources/stream" in got[rid]["error"]["message"]
+    assert len(got[4]["result"]["contents"][0]["text"]) == 1000
 
 
 def test_limits_are_checked_when_made() -> None:

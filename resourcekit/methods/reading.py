@@ -19,15 +19,17 @@ a ``version`` that is still current is the error ``NotModified`` (-32003).
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from pathlib import PurePath
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from orjson import dumps
 
 from .._runner import Call
-from ..contents import TEXT_MIME, combined_version, text_version, to_contents
+from ..contents import TEXT_MIME, Content, combined_version, text_version, to_contents
 from ..context import Context
-from ..errors import InvalidParams, NotModified, ResourceNotFound
+from ..errors import InvalidParams, LimitExceeded, NotModified, ResourceNotFound
 from ..extensions import FIELDS, SEP_2093
 from ..revisions import META_VERSION
 from ..scopes import check_read
@@ -184,15 +186,47 @@ def compile_read(era: Era, optin: OptIn) -> Method:
 def read_result(req: Request, handler: Handler, uri: str, value: Any) -> dict[str, Any]:
     if type(value) is str:  # the most common read, without Content records (to_wire's shape)
         mime = handler.mime_type or TEXT_MIME
+        if len(value) * 4 > req.conn.limits.max_read_size:  # maybe too large: measured
+            _bounded(req, uri, value)
         version = text_version(value, mime)
         wire = [{"uri": uri, "mimeType": mime, "text": value, "_meta": {META_VERSION: version}}]
     else:
-        contents = to_contents(uri, value, handler.mime_type)
+        contents = _bounded_contents(req, uri, value, handler.mime_type)
         version = combined_version(contents)
         wire = [c.to_wire(META_VERSION) for c in contents]
     served(req.conn, uri, version)
     result = {"contents": wire}
     return cache_hints(req, result, handler) if req.modern else result
+
+
+def _bounded(req: Request, uri: str, value: Any) -> None:
+    """``value`` may be answered by a read: nothing bigger than ``Limits.max_read_size`` (a file is
+    measured before it is read, a text only when it may be that big)."""
+    limit = req.conn.limits.max_read_size
+    if isinstance(value, PurePath):
+        size = os.stat(value).st_size
+    elif type(value) is str:
+        size = len(value.encode("utf-8", "surrogatepass"))
+    else:
+        return
+    if size > limit:
+        _too_large(uri, size, limit)
+
+
+def _bounded_contents(req: Request, uri: str, value: Any, mime_type: str | None) -> list[Content]:
+    """``to_contents``, within ``Limits.max_read_size``."""
+    _bounded(req, uri, value)
+    contents = to_contents(uri, value, mime_type)
+    size = sum(c.size for c in contents)
+    if size > req.conn.limits.max_read_size:
+        _too_large(uri, size, req.conn.limits.max_read_size)
+    return contents
+
+
+def _too_large(uri: str, size: int, limit: int) -> NoReturn:
+    raise LimitExceeded("max_read_size", limit, f"Resource too large to read: {uri[:200]} is {size} bytes, "
+                        f"over max_read_size ({limit}); resources/stream serves it if it is streamable",
+                        code=-32603)
 
 
 def read_reply(req: Request, handler: Handler, uri: str, value: Any) -> bytes:
@@ -335,7 +369,7 @@ def get(req: Request) -> Any:
     sep = req.optin.sep_2093
 
     def build(req: Request, handler: Handler, uri: str, value: Any, is_listable: bool) -> dict[str, Any]:
-        contents = to_contents(uri, value, handler.mime_type)
+        contents = _bounded_contents(req, uri, value, handler.mime_type)
         version = combined_version(contents)
         tracker = req.conn.app.tracker
         served(req.conn, uri, version)

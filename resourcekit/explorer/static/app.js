@@ -1117,6 +1117,9 @@ async function openResource(uri) {
         listed.description ? h("p", { class: "description" }, listed.description) : null),
       h("div", { class: "actions" }, subscribe,
         h("button", { class: "btn", type: "button", onclick: () => readSelected(false) }, "Reload"),
+        listed.streamable ? h("button", { class: "btn", type: "button", id: "stream-download",
+          title: "resources/stream (SEP-2532, experimental): the bytes as they are, no base64",
+          onclick: () => streamDownload(uri, listed) }, "Download") : null,
         h("button", { class: "btn", type: "button", onclick: () => navigator.clipboard && navigator.clipboard.writeText(uri) }, "Copy URI"))),
     h("div", { id: "directory" }),
     h("div", { id: "contents", class: "contents" }, h("p", { class: "muted" }, "Reading…")));
@@ -1171,6 +1174,40 @@ async function readSelected(quiet) {
   $("#detail").scrollTop = scroll;
   if (quiet) { box.classList.remove("flash"); void box.offsetWidth; box.classList.add("flash"); }
   renderMeta(state.byUri.get(uri) || { uri }, result);
+}
+
+// a streamable resource's bytes through resources/stream (SEP-2532 draft, HTTP): the response body
+// is the content itself, so a file too large for resources/read downloads all the same
+async function streamDownload(uri, listed) {
+  const message = { jsonrpc: "2.0", id: ++client.nextId, method: "resources/stream", params: { uri,
+    _meta: { [META_PROTOCOL]: MODERN, [META_CAPS]: { ...CLIENT_CAPS, resourceStreaming: {} } } } };
+  client.hooks.log("out", message);
+  const started = performance.now();
+  let response;
+  try {
+    response = await fetch(ENDPOINT, { method: "POST", body: JSON.stringify(message), headers: {
+      "content-type": "application/json", accept: "application/json, */*",
+      "mcp-protocol-version": MODERN, "mcp-method": "resources/stream" } });
+  } catch (error) {
+    toast(`download: ${error}`, "error");
+    return;
+  }
+  if (!response.headers.get("mcp-resource-uri")) { // no bytes: a JSON-RPC error (or an HTTP refusal)
+    let body = null;
+    try { body = await response.json(); } catch (_) { /* not JSON */ }
+    if (body) client.received(body);
+    toast(`download: ${body && body.error ? body.error.message : `HTTP ${response.status}`}`, "error");
+    return;
+  }
+  const blob = await response.blob();
+  const url = URL.createObjectURL(blob);
+  blobUrls.push(url);
+  const name = uri.split(/[/:]/).filter(Boolean).pop() || listed.name || "resource";
+  const link = h("a", { href: url, download: name, hidden: true });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  toast(`${name}: ${formatBytes(blob.size)} streamed in ${Math.round(performance.now() - started)} ms`);
 }
 
 function metaRow(label, value) {
