@@ -21,7 +21,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Mapping
-from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from orjson import dumps
@@ -203,7 +202,7 @@ def _bounded(req: Request, uri: str, value: Any) -> None:
     """``value`` may be answered by a read: nothing bigger than ``Limits.max_read_size`` (a file is
     measured before it is read, a text only when it may be that big)."""
     limit = req.conn.limits.max_read_size
-    if isinstance(value, PurePath):
+    if isinstance(value, os.PathLike):  # a pathlib.Path (pathlib itself is not imported to serve)
         size = os.stat(value).st_size
     elif type(value) is str:
         size = len(value.encode("utf-8", "surrogatepass"))
