@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from .._runner import ThreadRunner
 from ..methods import Subscriptions
-from ..methods.template_tools import tool_table
 from ..telemetry import spans as telemetry
 from . import observers
 from .engine import Connection
@@ -42,8 +41,10 @@ class Server:
         if app.icons:
             info["icons"] = app.icons
         self.server_info = info
-        if app.resource_tools:
-            tool_table(app)  # a template tool's bad or shared name fails start-up (ToolNameError)
+        if app.resource_tools:  # a template tool's bad or shared name fails start-up (ToolNameError)
+            from ..methods.template_tools import tool_table  # the tools feature: loaded when served
+
+            tool_table(app)
         self._runner: ThreadRunner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None

@@ -11,28 +11,50 @@
 | ``streaming`` | resources/stream (SEP-2532, experimental): the bytes on the HTTP response |
 | ``tools`` | tools/list, tools/call: the resources as tools, when the app sets ``resource_tools`` |
 
-Nothing patches these tables later: what a method does is in the module it is named after.
+Nothing patches these tables later: what a method does is in the module it is named after.  The
+modules of features most servers never serve (skills, streaming, tools) are imported when one of
+their methods is first called (``on_first_use``), so that a stdio server starts without them.
 ``COMPILERS`` names the methods whose step depends on the session's profile (``core.plan``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from importlib import import_module
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from . import completion, lifecycle, listing, reading, skills, streaming, subscriptions, tools
+from . import completion, lifecycle, listing, reading, subscriptions
 from ._base import PENDING, Method, Notification
 from .subscriptions import Subscriptions
 
 if TYPE_CHECKING:
     from ..eras import Era
     from ..extensions import OptIn
+    from ._base import RequestView
+
+
+def on_first_use(module: str, *names: str) -> dict[str, Method]:
+    """Steps for ``names``, methods of the feature module ``module``, which import it (its
+    ``METHODS``) the first time one of them is called."""
+
+    def step_of(name: str) -> Method:
+        def step(req: RequestView) -> Any:
+            return import_module(f"{__name__}.{module}").METHODS[name](req)
+
+        step.__qualname__ = step.__name__ = f"{module}:{name}"
+        return step
+
+    return {name: step_of(name) for name in names}
 
 __all__ = ["COMPILERS", "HANDSHAKE_METHODS", "NOTIFICATIONS", "PENDING", "STATELESS_METHODS", "Subscriptions"]
 
-_BOTH: dict[str, Method] = {**reading.METHODS, **listing.METHODS, **completion.METHODS, **skills.METHODS,
-                            **tools.METHODS, **streaming.METHODS}
+_BOTH: dict[str, Method] = {
+    **reading.METHODS, **listing.METHODS, **completion.METHODS,
+    **on_first_use("skills", "skills/list", "skills/get", "resources/directory/read"),
+    **on_first_use("tools", "tools/list", "tools/call"),
+    **on_first_use("streaming", "resources/stream"),
+}
 
 HANDSHAKE_METHODS: Mapping[str, Method] = MappingProxyType(
     {**_BOTH, **lifecycle.HANDSHAKE, **subscriptions.HANDSHAKE}
