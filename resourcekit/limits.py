@@ -68,6 +68,9 @@ class _Fields(NamedTuple):
     #: ``resources/stream`` responses (SEP-2532, HTTP) sending bytes at once in one process: -32603
     #: "busy" before the first byte; each holds at most two chunks of 256 KiB while its reader reads
     max_byte_streams: int = 64
+    #: seconds a ``resources/stream`` reader may take none of the bytes waiting for it (a slow
+    #: producer does not count): past it the response is cut (logged) and its stream given back
+    stream_stall_timeout: float = 30.0
     #: items one list page may examine (listers, filter, children); past it the page comes back
     #: short with a nextCursor
     page_scan_budget: int = 10_000

@@ -353,6 +353,51 @@ def test_concurrent_streams_are_bounded_and_given_back(files: Path) -> None:
                 time.sleep(0.05)
 
 
+def held_stream(url: str, uri: str) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+    """A ``resources/stream`` of ``uri`` whose first bytes were read; the caller reads on, or not."""
+    parts = urllib.parse.urlsplit(url)
+    holder = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    holder.request("POST", parts.path, body=orjson.dumps(modern("resources/stream", {"uri": uri})), headers={
+        "content-type": "application/json", "accept": "application/json, */*",
+        "mcp-protocol-version": MODERN, "mcp-method": "resources/stream"})
+    held = holder.getresponse()
+    assert held.status == 200 and len(held.read1(1024)) > 0
+    return holder, held
+
+
+def test_a_reader_that_stops_reading_gives_its_stream_back(files: Path, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    env = {"STREAM_DIR": str(files), "STREAM_LIMIT": "1", "STREAM_STALL": "1"}
+    with http_server(APP, extra_env=env, log=log) as (url, _):
+        # a producer slow to make its next chunk is no stall: its stream is kept past the limit
+        holder, _held = held_stream(url, "gen://slow")
+        time.sleep(2.5)
+        assert stream_error(url, "mem://hello").data == {"limit": "max_byte_streams", "max": 1}
+        holder.close()
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                assert stream_resource(url, "mem://hello", io.BytesIO()).complete
+                break
+            except MCPError:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        # a reader that stops reading 1 GiB (the socket stays open): cut after the limit, its slot given back
+        holder, _held = held_stream(url, "file:///big.bin")
+        stopped = time.monotonic()
+        assert stream_error(url, "mem://hello").data == {"limit": "max_byte_streams", "max": 1}
+        while True:
+            try:
+                assert stream_resource(url, "mem://hello", io.BytesIO()).complete
+                break
+            except MCPError:
+                assert time.monotonic() - stopped < 10, "the stalled stream kept its slot"
+                time.sleep(0.1)
+        assert time.monotonic() - stopped >= 0.9  # not before the limit
+        holder.close()
+    assert "its reader took nothing for 1 s; the response was cut" in log.read_text()
+
+
 def test_a_client_that_leaves_stops_the_file_being_read(files: Path) -> None:
     with http_server(APP, extra_env={"STREAM_DIR": str(files), "STREAM_LIMIT": "1"}) as (url, proc):
         with httpx.stream("POST", url, content=orjson.dumps(modern("resources/stream", {"uri": "file:///big.bin"})),

@@ -1,7 +1,7 @@
 """An app with ``streamable=True`` resources (SEP-2532 ``resources/stream``), for tests/test_stream.py.
 
 The streamed file is ``$STREAM_DIR/big.bin`` (the test makes it, sparse); ``STREAM_LIMIT`` sets
-``Limits.max_byte_streams``.
+``Limits.max_byte_streams``, ``STREAM_STALL`` ``Limits.stream_stall_timeout``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from pathlib import Path
 from resourcekit import App, Limits, ResourceNotFound
 
 DIR = Path(os.environ.get("STREAM_DIR", "."))
-app = App("stream", limits=Limits(max_byte_streams=int(os.environ.get("STREAM_LIMIT", "64"))))
+app = App("stream", limits=Limits(max_byte_streams=int(os.environ.get("STREAM_LIMIT", "64")),
+                                  stream_stall_timeout=float(os.environ.get("STREAM_STALL", "30"))))
 
 
 @app.resource("file:///big.bin", streamable=True, mime_type="application/octet-stream")

@@ -139,7 +139,10 @@ async def send_bytes(body: ByteStream, sink: PostSink, inbox: Inbox, receive: Re
         if watcher is None or watcher.done():
             watcher = inbox.watcher = asyncio.ensure_future(receive())
         await send({"type": "http.response.start", "status": status, "headers": headers})
-        pump: asyncio.Future[Any] = asyncio.ensure_future(_pump(body, start, stop, send, watcher, conn))
+        stall = _StallWatch(conn.limits.stream_stall_timeout)
+        pump: asyncio.Future[Any] = asyncio.ensure_future(
+            _pump(body, start, stop, stall.sending(send), watcher, conn))
+        stall.start(pump)
         try:
             await asyncio.wait((pump, watcher), return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -147,10 +150,60 @@ async def send_bytes(body: ByteStream, sink: PostSink, inbox: Inbox, receive: Re
                 pump.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await pump
-        if not pump.cancelled() and pump.result():
+            stall.stop()
+        if stall.cut:
+            log.warning("resources/stream of %s: its reader took nothing for %g s; the response was cut "
+                        "(Limits.stream_stall_timeout)", body.uri[:200], stall.seconds)
+        elif not pump.cancelled() and pump.result():
             await send({"type": "http.response.body", "body": b"", "more_body": False})
     finally:
         body.close()
+
+
+class _StallWatch:
+    """Cuts a response whose reader takes none of the bytes waiting for it for ``seconds``
+    (``Limits.stream_stall_timeout``): a reader that stops reading holds no stream.  A producer
+    that is slow to make the next chunk is no stall: only the time a chunk waits to be taken counts.
+    Looked at every ``seconds`` / 2, so a stall is cut after 1 to 1.5 times ``seconds``."""
+
+    __slots__ = ("cut", "handle", "pump", "seconds", "since")
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.since: float | None = None  # when the chunk being sent began to wait for its reader
+        self.cut = False
+        self.pump: asyncio.Future[Any] | None = None
+        self.handle: asyncio.TimerHandle | None = None
+
+    def sending(self, send: Send) -> Send:
+        """``send``, timed by the watch."""
+        loop = asyncio.get_running_loop()
+
+        async def timed(message: Any) -> None:
+            self.since = loop.time()
+            await send(message)
+            self.since = None
+
+        return timed
+
+    def start(self, pump: asyncio.Future[Any]) -> None:
+        self.pump = pump
+        self.handle = asyncio.get_running_loop().call_later(self.seconds / 2, self._look)
+
+    def _look(self) -> None:
+        pump = self.pump
+        if pump is None or pump.done():
+            return
+        loop = asyncio.get_running_loop()
+        if self.since is not None and loop.time() - self.since >= self.seconds:
+            self.cut = True
+            pump.cancel()
+            return
+        self.handle = loop.call_later(self.seconds / 2, self._look)
+
+    def stop(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
 
 
 async def _pump(body: ByteStream, start: int, stop: int, send: Send, gone: asyncio.Future[Any],
