@@ -287,3 +287,17 @@ def test_two_workers_run_one_watcher_and_the_other_takes_over_after_sigkill(redi
             with contextlib.suppress(httpx.HTTPError):
                 httpx.delete(url, headers=headers, timeout=10)
         wait_for(lambda: notes(log)[-1][0] == "stop", timeout=10)
+
+
+def test_a_session_that_expires_on_redis_releases_its_watch(redis: RedisProcess, data: Path, tmp_path: Path) -> None:
+    """A client that subscribes and goes away without a word (no DELETE, no GET stream): once its
+    session expired in Redis, its subscription no longer keeps the URI watched on any worker."""
+    log = tmp_path / "watch.log"
+    config = {"WATCH_DATA": str(data), "WATCH_LOG": str(log), "WATCH_GRACE": "0.2", "WATCH_IDLE": "1"}
+    with http_server_process(APP, "--workers", "2", "--redis", redis.url, extra_env=config) as url:
+        wait_for(lambda: httpx.get(url.replace("/mcp", "/readyz"), timeout=5).status_code == 200)
+        headers = open_session(url)
+        post(url, INITIALIZED, headers)
+        assert post(url, request(1, "resources/subscribe", {"uri": "watch://a"}), headers).status_code == 200
+        wait_for(lambda: [n[0] for n in notes(log)] == ["start"])
+        wait_for(lambda: [n[0] for n in notes(log)] == ["start", "stop"], timeout=30)

@@ -85,6 +85,27 @@ if old == version then return {told, 0} end
 return {told, 1}
 """
 
+# the watched URIs none of whose subscribers' sessions is still there (expired from idleness,
+# never DELETEd): out of ``watched`` and returned, each to one worker, which tells the others
+PRUNE = """
+local p = ARGV[1]
+local unwatched = {}
+for _, uri in ipairs(redis.call('SMEMBERS', p .. 'watched')) do
+  local members = p .. 'subs:' .. uri
+  for _, sid in ipairs(redis.call('SMEMBERS', members)) do
+    if redis.call('EXISTS', p .. 'sub:' .. sid) == 0 then
+      redis.call('SREM', members, sid)
+    end
+  end
+  if redis.call('SCARD', members) == 0 then
+    redis.call('SREM', p .. 'watched', uri)
+    table.insert(unwatched, uri)
+  end
+end
+return unwatched
+"""
+PRUNE_EVERY = 5.0  # seconds between two workers' looks for watches whose sessions all expired
+
 LIST_FANOUT = """
 local p, version = ARGV[1], ARGV[2]
 if version ~= '' then
@@ -170,6 +191,7 @@ class RedisBroker:
         self._list_fanout = self.redis.register_script(LIST_FANOUT)
         self._leases = self.redis.register_script(LEASES)
         self._release = self.redis.register_script(RELEASE)
+        self._prune = self.redis.register_script(PRUNE)
 
     def key(self, *parts: str) -> str:
         return self.prefix + "".join(parts)
@@ -223,7 +245,7 @@ class RedisBroker:
                 if down_since is not None:
                     log.warning("Redis at %s reachable again", safe_url(self.url))
                     down_since = None
-                checked = time.monotonic()
+                checked = pruned = time.monotonic()
                 while True:
                     message = await pubsub.get_message(timeout=HEARTBEAT)
                     if message is not None and message.get("type") == "message":
@@ -232,6 +254,9 @@ class RedisBroker:
                         await self.answer(self._connected(restarted=False))
                         self.healthy = True  # (a request that waited too long may have said otherwise)
                         checked = time.monotonic()
+                    if checked - pruned >= PRUNE_EVERY:
+                        pruned = checked
+                        self.spawn(self.prune())
             except asyncio.CancelledError:
                 with contextlib.suppress(*UNAVAILABLE):
                     await pubsub.aclose()
@@ -282,6 +307,15 @@ class RedisBroker:
                 handler(*args)
             except Exception:
                 log.exception("handling %s from another worker failed", kind)
+
+    async def prune(self) -> None:
+        """A session that expired (never ended with DELETE) keeps no URI watched: the watched URIs
+        whose subscribers' sessions are all gone stop being polled and watched on every worker."""
+        for raw in await self._prune(args=[self.prefix]):
+            uri = raw.decode() if isinstance(raw, bytes) else raw
+            if self.tracker is not None:
+                self.tracker.unwatch_shared(uri)
+            await self.publish("unwatch", uri)
 
     # --- publishing ---------------------------------------------------------------------------
 

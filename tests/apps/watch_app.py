@@ -1,7 +1,8 @@
 """Watchers for tests/test_watching.py.  ``watch://{name}`` serves the file $WATCH_DATA/name; its
 watcher checks the file's mtime and size and says ``notify_changed`` when they move.  Each watcher
 notes ``start URI PID`` and ``stop URI PID`` in $WATCH_LOG.  Contents past 64 bytes are never
-embedded in a notification (``Limits.max_embedded_bytes``)."""
+embedded in a notification (``Limits.max_embedded_bytes``); ``WATCH_IDLE`` sets
+``Limits.session_idle_timeout``."""
 
 import asyncio
 import os
@@ -9,7 +10,8 @@ from pathlib import Path
 
 from resourcekit import App, Context, Limits, ResourceNotFound
 
-app = App("watch-demo", limits=Limits(max_embedded_bytes=64))
+app = App("watch-demo", limits=Limits(max_embedded_bytes=64,
+                                      session_idle_timeout=float(os.environ.get("WATCH_IDLE", "600"))))
 
 
 def note(event: str, uri: str) -> None:
