@@ -12,30 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, MutableSet
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..methods._base import ServerView, SessionView, SubscriptionsView
+from ..methods._base import ProfileView, ServerView, SessionView, SubscriptionsView
 from ..telemetry import spans as telemetry
 
 if TYPE_CHECKING:
     from .._runner import ThreadRunner
-    from ..eras import Era
-    from ..extensions import OptIn
 
 __all__ = ["Host", "ProfileView", "Session", "Subscribers"]
-
-
-class ProfileView(Protocol):
-    """What a request asks of its profile (``plan.Profile``)."""
-
-    @property
-    def era(self) -> Era: ...
-    @property
-    def modern(self) -> bool: ...
-    @property
-    def version(self) -> str | None: ...
-    @property
-    def log_level(self) -> str | None: ...
-    @property
-    def optin(self) -> OptIn: ...
 
 
 class Subscribers(SubscriptionsView, telemetry.Subscribers, Protocol):

@@ -23,6 +23,7 @@ from ..pagination import decode_cursor
 if TYPE_CHECKING:
     from .._runner import Lane, ThreadRunner
     from ..declaration import Handler
+    from ..eras import Era
     from ..extensions import OptIn
     from ..limits import Limits
     from ..registry import Registry
@@ -30,8 +31,8 @@ if TYPE_CHECKING:
     from ..tracking import Tracker
 
 __all__ = [
-    "PENDING", "Method", "Notification", "RequestView", "ServerView", "SessionView", "SharedSubscriptions",
-    "SubscriptionsView", "cache_hints", "check_uri", "in_worker", "str_param", "uri_param",
+    "PENDING", "Method", "Notification", "ProfileView", "RequestView", "ServerView", "SessionView",
+    "SharedSubscriptions", "SubscriptionsView", "cache_hints", "check_uri", "in_worker", "str_param", "uri_param",
 ]
 
 PENDING: Any = object()
@@ -129,9 +130,24 @@ class SessionView(Protocol):
     def cancel(self, rid: Any) -> bool: ...
 
 
-class RequestView(Protocol):
+class ProfileView(Protocol):
+    """What decides how a request is served (``core.plan.Profile``): a request answers for its own."""
+
+    @property
+    def era(self) -> Era: ...
+    @property
+    def modern(self) -> bool: ...
+    @property
+    def version(self) -> str | None: ...
+    @property
+    def log_level(self) -> str | None: ...
+    @property
+    def optin(self) -> OptIn: ...
+
+
+class RequestView(ProfileView, Protocol):
     """What a method may ask of a request (``core.Request``): its parameters, its session, and
-    the ways to answer it."""
+    the ways to answer it; its profile's fields are its own."""
 
     on_cancel: Callable[[RequestView], None] | None  # the method's own cancellation (listen)
     sink: Callable[[bytes], None] | None  # where a worker hands its reply on (a ``Context`` handler's: None)
@@ -153,14 +169,6 @@ class RequestView(Protocol):
     def params(self) -> dict[str, Any]: ...
     @property
     def meta(self) -> dict[str, Any]: ...
-    @property
-    def modern(self) -> bool: ...
-    @property
-    def version(self) -> str | None: ...
-    @property
-    def log_level(self) -> str | None: ...
-    @property
-    def optin(self) -> OptIn: ...
     @property
     def principal(self) -> Any: ...
     @property
