@@ -130,7 +130,7 @@ class ThreadRunner:
         self.shared = Lane()  # jobs of no session (skills, trackers)
         self._touched: list[Lane] = []  # lanes submitted to in this tick
         self._tick = 0
-        self._publishing = False
+        self.publishing = False
         self._done: deque[tuple[Callback, bool, Any]] = deque()
         self._wake_pending = False
         self._watching = False  # the loop's look is scheduled
@@ -152,28 +152,25 @@ class ThreadRunner:
             self._touch(lane)
 
     def _touch(self, lane: Lane) -> None:
-        """``lane`` joins the ring at the end of this loop iteration (``_publish``)."""
+        """``lane`` joins the ring at the end of this loop iteration (``publish``)."""
         lane.tick = self._tick
         self._touched.append(lane)
-        if not self._publishing:
-            self._publishing = True
-            self._loop.call_soon(self._publish)
+        if not self.publishing:
+            self.publishing = True
+            self._loop.call_soon(self.publish)
 
     def defer(self) -> bool:
         """The caller submits a block of jobs (a block of input) and calls ``publish`` at its end,
         which saves the loop an iteration; False: a publish is due already, this iteration's."""
-        if self._publishing:
+        if self.publishing:
             return False
-        self._publishing = True
+        self.publishing = True
         return True
 
     def publish(self) -> None:
         """At the end of the loop iteration (or of a block of input, ``defer``): the lanes submitted
         to join the ring, workers wake."""
-        self._publish()
-
-    def _publish(self) -> None:
-        self._publishing = False
+        self.publishing = False
         touched, self._touched = self._touched, []
         self._tick += 1
         if self._closed:

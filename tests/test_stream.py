@@ -330,39 +330,40 @@ def test_resources_read_of_a_streamable_resource_keeps_working(server: tuple[str
 # --- limits -----------------------------------------------------------------------------------------
 
 
-def test_concurrent_streams_are_bounded_and_given_back(files: Path) -> None:
-    with http_server(APP, extra_env={"STREAM_DIR": str(files), "STREAM_LIMIT": "1"}) as (url, _):
-        parts = urllib.parse.urlsplit(url)
-        holder = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
-        body = orjson.dumps(modern("resources/stream", {"uri": "gen://slow"}))
-        holder.request("POST", parts.path, body=body, headers={
-            "content-type": "application/json", "accept": "application/json, */*",
-            "mcp-protocol-version": MODERN, "mcp-method": "resources/stream"})
-        held = holder.getresponse()
-        assert held.status == 200 and len(held.read1(1024)) > 0  # its first chunk came; it holds the slot
-        busy = stream_error(url, "mem://hello")
-        assert busy.code == -32603 and busy.data == {"limit": "max_byte_streams", "max": 1}
-        holder.close()  # the client leaves mid-stream: the server stops and gives the slot back
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                assert stream_resource(url, "mem://hello", io.BytesIO()).complete
-                break
-            except MCPError:
-                assert time.monotonic() < deadline, "the slot was never given back"
-                time.sleep(0.05)
+STREAM_HEADERS = {"content-type": "application/json", "accept": "application/json, */*",
+                  "mcp-protocol-version": MODERN, "mcp-method": "resources/stream"}
 
 
 def held_stream(url: str, uri: str) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
     """A ``resources/stream`` of ``uri`` whose first bytes were read; the caller reads on, or not."""
     parts = urllib.parse.urlsplit(url)
     holder = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
-    holder.request("POST", parts.path, body=orjson.dumps(modern("resources/stream", {"uri": uri})), headers={
-        "content-type": "application/json", "accept": "application/json, */*",
-        "mcp-protocol-version": MODERN, "mcp-method": "resources/stream"})
+    holder.request("POST", parts.path, body=orjson.dumps(modern("resources/stream", {"uri": uri})),
+                   headers=STREAM_HEADERS)
     held = holder.getresponse()
     assert held.status == 200 and len(held.read1(1024)) > 0
     return holder, held
+
+
+def served_again(url: str, within: float = 10) -> float:
+    """Seconds until a stream of ``url``'s server is served whole again (its one slot given back)."""
+    started = time.monotonic()
+    while True:
+        try:
+            assert stream_resource(url, "mem://hello", io.BytesIO()).complete
+            return time.monotonic() - started
+        except MCPError:
+            assert time.monotonic() - started < within, "the slot was never given back"
+            time.sleep(0.05)
+
+
+def test_concurrent_streams_are_bounded_and_given_back(files: Path) -> None:
+    with http_server(APP, extra_env={"STREAM_DIR": str(files), "STREAM_LIMIT": "1"}) as (url, _):
+        holder, _held = held_stream(url, "gen://slow")  # its first chunk came; it holds the slot
+        busy = stream_error(url, "mem://hello")
+        assert busy.code == -32603 and busy.data == {"limit": "max_byte_streams", "max": 1}
+        holder.close()  # the client leaves mid-stream: the server stops and gives the slot back
+        served_again(url)
 
 
 def test_a_reader_that_stops_reading_gives_its_stream_back(files: Path, tmp_path: Path) -> None:
@@ -374,26 +375,11 @@ def test_a_reader_that_stops_reading_gives_its_stream_back(files: Path, tmp_path
         time.sleep(2.5)
         assert stream_error(url, "mem://hello").data == {"limit": "max_byte_streams", "max": 1}
         holder.close()
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                assert stream_resource(url, "mem://hello", io.BytesIO()).complete
-                break
-            except MCPError:
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
+        served_again(url)
         # a reader that stops reading 1 GiB (the socket stays open): cut after the limit, its slot given back
         holder, _held = held_stream(url, "file:///big.bin")
-        stopped = time.monotonic()
         assert stream_error(url, "mem://hello").data == {"limit": "max_byte_streams", "max": 1}
-        while True:
-            try:
-                assert stream_resource(url, "mem://hello", io.BytesIO()).complete
-                break
-            except MCPError:
-                assert time.monotonic() - stopped < 10, "the stalled stream kept its slot"
-                time.sleep(0.1)
-        assert time.monotonic() - stopped >= 0.9  # not before the limit
+        assert served_again(url) >= 0.9  # not before the limit
         holder.close()
     assert "its reader took nothing for 1 s; the response was cut" in log.read_text()
 
@@ -401,20 +387,12 @@ def test_a_reader_that_stops_reading_gives_its_stream_back(files: Path, tmp_path
 def test_a_client_that_leaves_stops_the_file_being_read(files: Path) -> None:
     with http_server(APP, extra_env={"STREAM_DIR": str(files), "STREAM_LIMIT": "1"}) as (url, proc):
         with httpx.stream("POST", url, content=orjson.dumps(modern("resources/stream", {"uri": "file:///big.bin"})),
-                          headers={"content-type": "application/json", "accept": "application/json, */*",
-                                   "mcp-protocol-version": MODERN, "mcp-method": "resources/stream"}) as response:
+                          headers=STREAM_HEADERS) as response:
             assert response.status_code == 200
             first = next(response.iter_bytes())
             assert first.startswith(b"first")
         reads = lambda: int(Path(f"/proc/{proc.pid}/io").read_text().split("rchar: ")[1].split()[0])  # noqa: E731
-        deadline = time.monotonic() + 10
-        while True:  # the slot comes back once the server noticed
-            try:
-                stream_resource(url, "mem://hello", io.BytesIO())
-                break
-            except MCPError:
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
+        served_again(url)  # the slot comes back once the server noticed
         settled = reads()
         time.sleep(0.5)
         assert reads() - settled < 64 * MiB  # nothing more of the 1 GiB is read
