@@ -55,10 +55,8 @@ class Outbox:
 
     def send(self, message: Any) -> None:
         """A message for the session (``Connection.send``, a request's ``reply``), from any thread:
-        a dict or list is encoded here, a response encoded already (``bytes``) passes as it is."""
-        if type(message) is bytes and get_ident() != self._loop_thread:
-            self.put(message)
-            return
+        a dict or list is encoded here, a response encoded already (``bytes``) passes as it is.
+        (A worker hands the replies it makes to ``put``, the session's sink, instead.)"""
         data = message if type(message) is bytes else dumps(message, option=OPT_APPEND_NEWLINE)
         on_loop = get_ident() == self._loop_thread
         with self._lock:
