@@ -37,6 +37,15 @@ def _index_key(literal_prefix: str) -> str:
     return literal_prefix[: cut + 1]
 
 
+def _as_is(handler: Handler) -> bool:
+    """Whether ``handler.convert`` of what its template matches gives it back unchanged: every
+    variable one string, for a ``str`` parameter of that name, and no ``Context`` to add."""
+    assert handler.template is not None
+    names, params = handler.template.scalars, handler.sig.params
+    return (names is not None and handler.sig.context_param is None and set(names) == set(params)
+            and all(p.convertor.parse is str and not p.convertor.is_list for p in params.values()))
+
+
 class Match:
     __slots__ = ("handler", "kwargs", "raw")
 
@@ -47,7 +56,7 @@ class Match:
 
 
 class Router:
-    __slots__ = ("_buckets", "_cache", "_canonical", "_key_lengths", "_listy", "claim", "exact", "generation",
+    __slots__ = ("_as_is", "_buckets", "_cache", "_canonical", "_key_lengths", "_listy", "claim", "exact", "generation",
                  "max_uri_length", "templates")
 
     def __init__(self, *, max_uri_length: int = 8192) -> None:
@@ -63,6 +72,7 @@ class Router:
         self._buckets: dict[str, list[Handler]] = {}  # each list is replaced, never changed
         self._key_lengths: frozenset[int] = frozenset()  # which prefix lengths have a bucket
         self._listy: frozenset[Handler] = frozenset()  # templates whose values may be lists
+        self._as_is: set[Handler] = set()  # templates whose matched strings are their arguments
         # recently matched template URIs: clients re-read the same URIs, and a hit skips
         # the regex and the conversions.  Replaced (not cleared) whenever a template comes
         # or goes, so a match computed against the old table lands in the dropped dict
@@ -83,6 +93,8 @@ class Router:
         self._canonical[template.canonical] = handler
         if any(v.explode for v in template.variables) or any(p.convertor.is_list for p in handler.sig.params.values()):
             self._listy = self._listy | {handler}
+        if _as_is(handler):
+            self._as_is.add(handler)  # (a set's add and a reader's ``in`` are atomic)
         key = _index_key(template.literal_prefix)
         self._buckets[key] = sorted([*self._buckets.get(key, ()), handler], key=_precedence)
         self._key_lengths = self._key_lengths | {len(key)}
@@ -108,6 +120,7 @@ class Router:
             if not any(len(k) == len(key) for k in self._buckets):
                 self._key_lengths = self._key_lengths - {len(key)}
         self._listy = self._listy - {handler}
+        self._as_is.discard(handler)
         self._cache = {}
         self.generation += 1
 
@@ -141,6 +154,10 @@ class Router:
             if handler.sig.context_param is None:  # nobody adds to the values: share empty ones
                 return Match(handler, _NO_VALUES, _NO_VALUES)
             return Match(handler, {}, {})
+        return self.templated(uri)
+
+    def templated(self, uri: str) -> Match | None:
+        """``match`` for a URI no exact one is, of at most ``max_uri_length`` characters."""
         cache = self._cache
         hit = cache.get(uri)
         if hit is not None:
@@ -155,10 +172,13 @@ class Router:
             raw = handler.template.match(uri)
             if raw is None:
                 continue
-            try:
-                kwargs = handler.convert(raw)
-            except (ValueError, TypeError, ArithmeticError):
-                continue  # does not convert: this template does not match, try the next
+            if handler in self._as_is:  # (a fresh dict of strings, as the conversion would give)
+                kwargs = raw
+            else:
+                try:
+                    kwargs = handler.convert(raw)
+                except (ValueError, TypeError, ArithmeticError):
+                    continue  # does not convert: this template does not match, try the next
             if len(uri) <= _CACHE_URI_LENGTH:
                 if len(cache) >= _CACHE_SIZE:
                     cache.clear()

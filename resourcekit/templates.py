@@ -869,6 +869,12 @@ class UriTemplate:
         # a query key is compared as written and, failing that, decoded
         init(self, "_query", {**{unquote(k): v for k, v in query.items()}, **query})
 
+    @property
+    def scalars(self) -> tuple[str, ...] | None:
+        """The variables' names when each matches one string (no lists, no query, no ``;``):
+        ``match`` then gives exactly these keys; None otherwise."""
+        return self._plain
+
     def match(self, uri: str) -> dict[str, str | list[str]] | None:
         """The variables of ``uri``, percent-decoded, or None if it does not match."""
         prefix = self.literal_prefix
@@ -887,6 +893,8 @@ class UriTemplate:
                 return None
         plain = self._plain
         if plain is not None:
+            if "%" not in uri:  # nothing to decode
+                return dict(zip(plain, groups, strict=True))
             return {name: unquote(raw) if "%" in raw else raw for name, raw in zip(plain, groups, strict=True)}
         values: dict[str, str | list[str]] = {}
         for (name, kind, sep), raw in zip(self._slots, groups, strict=True):

@@ -124,18 +124,18 @@ class Connection:
         runner = self.runner
         publish = runner.defer()
         try:
-            loads, send, receive_one = orjson.loads, self.send, self._receive_one
+            loads, send, sink, receive_one = orjson.loads, self.send, self.sink, self._receive_one
             for line in lines:
-                if line and (line[0] == 123 or not line.isspace()):  # "{" first: not blank
-                    try:
-                        message = loads(line)
-                    except orjson.JSONDecodeError as exc:
+                try:
+                    message = loads(line)
+                except orjson.JSONDecodeError as exc:
+                    if line and not line.isspace():  # a blank line is no message
                         send(error_response(None, ParseError(f"Parse error: {exc}")))
-                        continue
-                    if type(message) is dict and not self.held:
-                        receive_one(message, send)
-                    else:
-                        self.receive(message)
+                    continue
+                if type(message) is dict and not self.held:
+                    receive_one(message, send, sink)
+                else:
+                    self.receive(message)
         finally:
             if publish:
                 runner.publish()
@@ -148,7 +148,7 @@ class Connection:
             (reply or self.send)(error_response(None, ParseError(f"Parse error: {exc}")))
             return
         if type(message) is dict and not self.held:  # ``receive``, inlined for the common case
-            self._receive_one(message, reply or self.send)
+            self._receive_one(message, reply or self.send, None if reply else self.sink)
         else:
             self.receive(message, reply)
 
@@ -157,16 +157,16 @@ class Connection:
         if self.held:  # the reader owes too much: it waits, in order (``release``)
             self.waiting.append((message, reply))
             return
-        reply = reply or self.send
         if type(message) is dict:
-            self._receive_one(message, reply)
+            self._receive_one(message, reply or self.send, None if reply else self.sink)
         elif type(message) is list:
-            self._receive_batch(message, reply)
+            self._receive_batch(message, reply or self.send)
         else:
-            reply(error_response(None, InvalidRequest("Invalid Request: expected a JSON object")))
+            (reply or self.send)(error_response(None, InvalidRequest("Invalid Request: expected a JSON object")))
 
-    def _receive_one(self, msg: dict[str, Any], reply: Send) -> None:
-        """The envelope checks, once, then the plan's step for the method."""
+    def _receive_one(self, msg: dict[str, Any], reply: Send, sink: Sink | None = None) -> None:
+        """The envelope checks, once, then the plan's step for the method (``sink``: where a
+        worker hands the reply on itself, when ``reply`` is the session's ``send``)."""
         method = msg.get("method")
         rid = msg.get("id", _NO_ID)
         if type(method) is not str or msg.get("jsonrpc") != "2.0":
@@ -183,6 +183,7 @@ class Connection:
         traced = None
         if self.traced and telemetry.ON:  # a flag until a provider is configured (Server._probe)
             reply = traced = telemetry.Traced(self, rid, method, params, reply)
+            sink = None  # through the span: it ends with the reply
         if type(params) is not dict:
             if params is not None:
                 reply(error_response(rid, InvalidParams("Invalid params: expected an object")))
@@ -197,7 +198,7 @@ class Connection:
                 if self.protocol_version is None:
                     self._before_initialize(method)
                 profile = self.profile
-            request = Request(self, rid, method, params, profile, reply)
+            request = Request(self, rid, method, params, profile, reply, sink)
             step = profile.plan.get(method)
             if step is None:
                 raise MethodNotFound(f"Method not found: {method}", {"method": method})

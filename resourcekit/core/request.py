@@ -59,7 +59,7 @@ class Request:
     on_cancel: Callable[[RequestView], None] | None  # the method's own cancellation (listen)
 
     def __init__(self, conn: Session, rid: Any, method: str, params: dict[str, Any], profile: ProfileView,
-                 reply: Send) -> None:
+                 reply: Send, sink: Sink | None = None) -> None:
         self.conn = conn
         self.id = rid
         self.method = method
@@ -67,7 +67,7 @@ class Request:
         self.profile = profile  # era, version, log level, opt-ins: shared, never changed
         self.reply = reply
         # where a worker hands its reply on itself (the session's outbox); None: through the loop
-        self.sink = conn.sink if reply is conn.send else None
+        self.sink = sink
         self.principal = conn.principal  # who sent it (HTTP with auth), for resourcekit.scopes
         self.cancelled = False
         self.watch: Watch | None = None  # an observer's (the access log)

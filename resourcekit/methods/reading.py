@@ -64,38 +64,44 @@ def serve(req: Request, uri: str | None = None, reply_of: ReplyOf | None = None,
     and handed on from there when the session's reply takes it from any thread and no ``Context``
     may send log messages ahead of it; else from the loop, after them.  ``done(ok, value)``: where a
     sync handler's failure (or its reply, if not handed on from the worker) goes, on the loop
-    (default: the request's answer).
-
-    ``serve(req)`` is ``resources/read`` in a handshake-era session: the ``uri`` parameter's, its
-    reply ``read_reply``'s."""
+    (default: the request's answer).  ``serve(req)`` is a handshake-era ``resources/read``."""
     conn = req.conn
-    if uri is None:
-        uri = req.params.get("uri")
-        if type(uri) is not str or not uri or len(uri) > conn.limits.max_uri_length:
-            uri = uri_param(req)  # the parameter's error
-    if reply_of is None:
-        reply_of = read_reply
     router = conn.router
-    handler = router.exact.get(uri)  # the most frequent case, without a match record
-    if handler is None or handler.sig.context_param is not None:
-        match = router.match(uri)
+    target: str
+    if uri is None:  # the parameter's: a declared URI is the most frequent, found in one lookup
+        target = req.params.get("uri", "")
+        try:
+            handler = router.exact.get(target)
+        except TypeError:  # unhashable: no URI
+            handler = None
+        if handler is None and (type(target) is not str or len(target) > conn.limits.max_uri_length or not target):
+            target = uri_param(req)  # the parameter's error
+    else:  # the caller's (a tool's, resources/get's): nothing longer than the limit matches
+        target = uri
+        handler = router.exact.get(target)
+        if handler is None and len(target) > router.max_uri_length:
+            raise ResourceNotFound(target)
+    reply_of = reply_of or read_reply
+    if handler is None:
+        match = router.templated(target)
         if match is None:
-            raise ResourceNotFound(uri)
-        handler, kwargs = match.handler, match.kwargs
-        sig = handler.sig
-        if sig.context_param is not None:
-            kwargs[sig.context_param] = _context(req, uri, match.raw)
-            req.sink = None  # its log messages go out first, from the loop: so does its reply
+            raise ResourceNotFound(target)
+        handler, kwargs, raw = match.handler, match.kwargs, match.raw
     else:
-        kwargs = _NO_ARGUMENTS
-        sig = handler.sig
+        kwargs = raw = _NO_ARGUMENTS
+    sig = handler.sig
+    if sig.context_param is not None:
+        if kwargs is _NO_ARGUMENTS:  # a resource's: the Context is its one argument
+            kwargs, raw = {}, {}
+        kwargs[sig.context_param] = _context(req, target, raw)
+        req.sink = None  # its log messages go out first, from the loop: so does its reply
     if req.principal is not None:  # HTTP with auth: the token must carry the resource's scopes
-        check_read(req.principal, conn.app, handler, uri)
+        check_read(req.principal, conn.app, handler, target)
     if sig.is_async:
-        return _serve_async(req, handler, uri, kwargs, reply_of)
+        return _serve_async(req, handler, target, kwargs, reply_of)
     req.handler = handler
     req.kwargs = kwargs
-    req.uri = uri
+    req.uri = target
     req.reply_of = reply_of
     conn.runner.submit(req if done is None else Call(req.run, done), conn.lane)
     return PENDING
@@ -379,14 +385,8 @@ def get(req: Request) -> Any:
             resource["capabilities"] = capabilities(is_listable, req.conn.app.subscribe)
         seed_fields(resource, handler, tracker)
         resource["version"] = version
-        items = []
-        for content in contents:
-            item: dict[str, Any] = {"uri": content.uri, "contentType": content.mime_type}
-            if content.text is not None:
-                item["content"] = content.text
-            else:
-                item["blob"] = content.to_wire()["blob"]
-            items.append(item)
+        items = [{"uri": c.uri, "contentType": c.mime_type,
+                  **({"content": c.text} if c.text is not None else {"blob": c.to_wire()["blob"]})} for c in contents]
         return {"resource": resource, "contents": items[0] if len(items) == 1 else items}
 
     return _serve_listable(req, uri, build, need_listable=sep)
