@@ -147,8 +147,6 @@ class Router:
         return found
 
     def match(self, uri: str) -> Match | None:
-        if len(uri) > self.max_uri_length:
-            return None
         handler = self.exact.get(uri)
         if handler is not None:
             if handler.sig.context_param is None:  # nobody adds to the values: share empty ones
@@ -157,7 +155,7 @@ class Router:
         return self.templated(uri)
 
     def templated(self, uri: str) -> Match | None:
-        """``match`` for a URI no exact one is, of at most ``max_uri_length`` characters."""
+        """``match`` for a URI no exact one is."""
         cache = self._cache
         hit = cache.get(uri)
         if hit is not None:
@@ -167,6 +165,8 @@ class Router:
             if handler.sig.context_param is None:  # nobody adds to the values: the cached match itself
                 return hit
             return Match(handler, dict(hit.kwargs), hit.raw)
+        if len(uri) > self.max_uri_length:
+            return None
         for handler in self.candidates(uri):
             assert handler.template is not None
             raw = handler.template.match(uri)

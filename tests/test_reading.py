@@ -329,7 +329,9 @@ def test_a_remembered_text_version_is_the_hash_of_the_text_and_its_mime_type() -
     from resourcekit.contents import text_version, version_of
     from resourcekit.methods.reading import text_tail
 
-    _, version = text_tail("tail://a", "text/plain", "hello")
+    app = App("t")
+    app.resource("tail://a")(lambda: "hello")
+    _, version = text_tail("tail://a", app.router.exact["tail://a"], "hello")
     assert version == text_version("hello", "text/plain") == version_of(b"hello", "text/plain")
     assert TAILS["tail://a"][3] == version
 

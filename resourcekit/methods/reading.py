@@ -67,33 +67,29 @@ def serve(req: Request, uri: str | None = None, reply_of: ReplyOf | None = None,
     (default: the request's answer).  ``serve(req)`` is a handshake-era ``resources/read``."""
     conn = req.conn
     router = conn.router
-    target: str
-    if uri is None:  # the parameter's: a declared URI is the most frequent, found in one lookup
-        target = req.params.get("uri", "")
-        try:
-            handler = router.exact.get(target)
-        except TypeError:  # unhashable: no URI
-            handler = None
-        if handler is None and (type(target) is not str or len(target) > conn.limits.max_uri_length or not target):
-            target = uri_param(req)  # the parameter's error
-    else:  # the caller's (a tool's, resources/get's): nothing longer than the limit matches
-        target = uri
-        handler = router.exact.get(target)
-        if handler is None and len(target) > router.max_uri_length:
-            raise ResourceNotFound(target)
-    reply_of = reply_of or read_reply
+    # the parameter's, checked once nothing serves it: what the router knows is a valid URI
+    target: str = req.params.get("uri", "") if uri is None else uri
+    try:
+        handler = router.exact.get(target)  # the most frequent: a declared URI, no match record
+        match = router.templated(target) if handler is None and target else None
+    except TypeError:  # (unhashable, or no str: no URI)
+        if type(target) is str:
+            raise
+        handler = match = None
     if handler is None:
-        match = router.templated(target)
         if match is None:
+            if uri is None:
+                uri_param(req)  # the parameter's error, if it has one
             raise ResourceNotFound(target)
-        handler, kwargs, raw = match.handler, match.kwargs, match.raw
+        handler, kwargs = match.handler, match.kwargs
     else:
-        kwargs = raw = _NO_ARGUMENTS
+        kwargs = _NO_ARGUMENTS
+    reply_of = reply_of or read_reply
     sig = handler.sig
     if sig.context_param is not None:
-        if kwargs is _NO_ARGUMENTS:  # a resource's: the Context is its one argument
-            kwargs, raw = {}, {}
-        kwargs[sig.context_param] = _context(req, target, raw)
+        if match is None:  # a resource's: the Context is its one argument
+            kwargs = {}
+        kwargs[sig.context_param] = _context(req, target, {} if match is None else match.raw)
         req.sink = None  # its log messages go out first, from the loop: so does its reply
     if req.principal is not None:  # HTTP with auth: the token must carry the resource's scopes
         check_read(req.principal, conn.app, handler, target)
@@ -239,12 +235,11 @@ def read_reply(req: Request, handler: Handler, uri: str, value: Any) -> bytes:
     text's from its remembered tail (``text_tail``: only its id is encoded when the URI served the
     same text before), anything else its result encoded."""
     known = TAILS.get(uri)
-    if known is not None and type(value) is str and known[0] == value and known[1] == (
-            handler.mime_type or TEXT_MIME):  # == on the same str: no compare
-        tail, version = known[2], known[3]
+    if known is not None and type(value) is str and known[0] == value and known[1] is handler:
+        _, _, tail, version = known  # (== on the same str: no compare)
     elif type(value) is str and len(value) <= TAIL_TEXT:
         try:
-            tail, version = text_tail(uri, handler.mime_type or TEXT_MIME, value)
+            tail, version = text_tail(uri, handler, value)
         except TypeError:  # JSON cannot carry the text: answered as any result that cannot be
             return req.encode(read_result(req, handler, uri, value))
     else:
@@ -275,22 +270,23 @@ _RESULT = b',"result":'
 TAIL_TEXT = 256  # characters: short texts' replies are remembered, by URI (those of read_result)
 _TAIL_URI = 256
 _TAIL_SIZE = 4096  # URIs (as many as the router caches); the table starts over when full
-# uri -> (text, mimeType, the reply's bytes after its id, version)
-TAILS: dict[str, tuple[str, str, bytes, str]] = {}
+# uri -> (text, the handler that returned it, the reply's bytes after its id, version)
+TAILS: dict[str, tuple[str, Handler, bytes, str]] = {}
 
 
-def text_tail(uri: str, mime: str, text: str) -> tuple[bytes, str]:
-    """The bytes of a read's reply after its id, and the version, for a short text; remembered in
-    ``TAILS``.  They are a function of the URI, the mimeType and the text (the version is their
-    hash): the bytes ``read_result`` would give.  Workers may run this at once: the table's
-    reads and writes are single dict operations."""
+def text_tail(uri: str, handler: Handler, text: str) -> tuple[bytes, str]:
+    """The bytes of a read's reply after its id, and the version, for a short text ``handler``
+    returned; remembered in ``TAILS``.  They are a function of the URI, the mimeType and the text
+    (the version is their hash): the bytes ``read_result`` would give.  Workers may run this at
+    once: the table's reads and writes are single dict operations."""
+    mime = handler.mime_type or TEXT_MIME
     version = text_version(text, mime)
     tail = _RESULT + dumps({"contents": [{"uri": uri, "mimeType": mime, "text": text,
                                           "_meta": {META_VERSION: version}}]}) + b"}\n"
     if len(uri) <= _TAIL_URI:
         if len(TAILS) >= _TAIL_SIZE and uri not in TAILS:
             TAILS.clear()
-        TAILS[uri] = (text, mime, tail, version)
+        TAILS[uri] = (text, handler, tail, version)
     return tail, version
 
 
