@@ -45,11 +45,11 @@ class Outbox:
         self._write = write  # the transport's: any thread
         self._owed = owed  # bytes the transport took and could not write yet
         self.limit = limit
-        self._buffer: list[bytes] = []  # messages from the loop (under the lock)
-        self._pending: deque[bytes] = deque()  # replies from workers (no lock)
-        self._size = 0
+        # what waits for the next write, in the order it came, from any thread: a deque's append is
+        # atomic, and ``flush`` takes the items one by one under the lock
+        self._pending: deque[bytes] = deque()
         self._lock = threading.Lock()
-        self._scheduled = False
+        self._scheduled = False  # a flush is due at the end of this loop iteration
         self.conn: Session | None = None  # the session it holds when its reader owes too much
         self.on_hold: Callable[[bool], None] | None = None  # the transport's: stop (True) or go on reading
 
@@ -57,15 +57,12 @@ class Outbox:
         """A message for the session (``Connection.send``, a request's ``reply``), from any thread:
         a dict or list is encoded here, a response encoded already (``bytes``) passes as it is.
         (A worker hands the replies it makes to ``put``, the session's sink, instead.)"""
-        data = message if type(message) is bytes else dumps(message, option=OPT_APPEND_NEWLINE)
-        on_loop = get_ident() == self._loop_thread
-        with self._lock:
-            self._buffer.append(data)
-            self._size += len(data)
-            schedule = not self._scheduled
+        self._pending.append(message if type(message) is bytes else dumps(message, option=OPT_APPEND_NEWLINE))
+        # a flush at the end of this loop iteration; ``flush`` clears the flag before it takes what
+        # waits, so a message appended before the flag was seen set is taken by that flush
+        if not self._scheduled:
             self._scheduled = True
-        if schedule:  # at the end of this loop iteration
-            if on_loop:
+            if get_ident() == self._loop_thread:
                 self._loop.call_soon(self.flush)
             else:  # a notification from another thread (a change reported there)
                 with contextlib.suppress(RuntimeError):  # the loop is closed: nobody to write it
@@ -86,15 +83,13 @@ class Outbox:
         its reader owes more than the limit."""
         with self._lock:
             self._scheduled = False
-            buffer, pending = self._buffer, self._pending
-            while pending:  # workers' replies, in the order they came (appended without the lock)
-                buffer.append(pending.popleft())
-            if not buffer:
+            pending = self._pending
+            if not pending:
                 return
-            data = buffer[0] if len(buffer) == 1 else b"".join(buffer)
-            self._buffer = []
-            self._size = 0
-            self._write(data)  # under the lock: writes stay whole and in order
+            buffer = [pending.popleft()]
+            while pending:  # in the order they came (appended without the lock)
+                buffer.append(pending.popleft())
+            self._write(buffer[0] if len(buffer) == 1 else b"".join(buffer))  # under the lock: whole, in order
         if self._owed() > self.limit:
             self.hold()
 
@@ -129,7 +124,7 @@ class Outbox:
         conn = self.conn
         if conn is None or not conn.held:
             return
-        if self._size + sum(map(len, list(self._pending))) + self._owed() <= self.limit // 2:
+        if sum(map(len, list(self._pending))) + self._owed() <= self.limit // 2:
             if self.on_hold is not None:
                 self.on_hold(False)
             conn.release()
