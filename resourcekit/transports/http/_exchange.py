@@ -16,7 +16,19 @@ from typing import Any
 from ...core import Connection
 from ...methods.streaming import ByteStream
 from ._bytes import PostSink, send_bytes
-from ._headers import JSON_TYPE, Headers, HTTPError, Receive, Send, encode, forbidden_headers, respond, status_of
+from ._headers import (
+    JSON_TYPE,
+    LENGTHS,
+    Headers,
+    HTTPError,
+    Receive,
+    Send,
+    content_length,
+    encode,
+    forbidden_headers,
+    respond,
+    status_of,
+)
 from ._sessions import Session
 from ._sse import CANCELLED, ENDED, PRIMING_VERSION, Inbox, OpenStreams, Stream, plain_event, sse_headers, write
 
@@ -25,6 +37,8 @@ log = logging.getLogger("resourcekit")
 # seconds a 2026-07-28 request waits for its answer before a disconnect of its client is watched
 # for (a pending receive() in a task of its own, then cancelled, cost a quarter of a quick read)
 WATCH_AFTER = 0.005
+# the waits that began in this iteration of each loop, woken together WATCH_AFTER seconds after it
+_WATCHED: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
 
 
 async def exchange(
@@ -82,9 +96,9 @@ async def exchange(
         if items:
             first = inbox.pop()
         elif watch:  # the client is watched once the answer takes a while: most come sooner
-            timer = asyncio.get_running_loop().call_later(WATCH_AFTER, inbox.wake)
-            await inbox.wait()
-            timer.cancel()
+            waiter = inbox.wait()
+            _wake_later(waiter)
+            await waiter
             first = inbox.pop() if items else await inbox.next(receive, True)
         else:  # nothing but the core wakes this inbox: ``next`` without its loop
             while not items:
@@ -108,25 +122,60 @@ async def exchange(
             status = 200
         else:
             status = status_of(first, conn) if _is_final(first) else 0
-        issued: Headers = ([(b"mcp-session-id", session.id.encode())]
-                           if issue_session and session is not None and conn.protocol_version is not None else [])
         if status and (json_ok or status != 200):  # an HTTP-level error is JSON whatever Accept says
             body = encode(first)  # an unencodable result: its -32603
-            headers = [JSON_TYPE, (b"content-length", b"%d" % len(body)), *issued]
+            size = len(body)
+            headers = [JSON_TYPE, LENGTHS.get(size) or content_length(size)]
+            if issue_session:
+                headers.extend(_issued(session, conn))
             if status == 403:
                 headers.extend(forbidden_headers(first, principal))
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": body})
         else:  # notifications come first (or the client takes nothing but SSE)
-            await _stream(conn, first, inbox, receive, send, ids, watch, session, issued, streams)
+            await _stream(conn, first, inbox, receive, send, ids, watch, session,
+                          _issued(session, conn) if issue_session else [], streams)
     finally:
         if sink is not None:
             sink.finish()
-        inbox.stop_watching()
+        if inbox.watcher is not None:
+            inbox.stop_watching()
         if session is not None:
             session.waiting.pop(inbox, None)
         elif conn.inflight:  # a stateless request left behind (disconnect, error): cancel it
             conn.close()
+
+
+def _issued(session: Session | None, conn: Connection) -> Headers:
+    """The header that hands out the session id, once ``initialize`` succeeded."""
+    return [(b"mcp-session-id", session.id.encode())] if session is not None and conn.protocol_version is not None \
+        else []
+
+
+def _wake_later(waiter: asyncio.Future[None]) -> None:
+    """Wake ``waiter`` ``WATCH_AFTER`` seconds after this loop iteration, unless it is done by then:
+    the waits of one iteration share a timer (one per request cost a tenth of a stateless read)."""
+    if waiter.done():
+        return
+    loop = waiter.get_loop()
+    batch = _WATCHED.get(loop)
+    if batch is None:
+        batch = _WATCHED[loop] = []
+        loop.call_soon(_start_timer, loop, batch)
+    batch.append(waiter)
+
+
+def _start_timer(loop: asyncio.AbstractEventLoop, batch: list[asyncio.Future[None]]) -> None:
+    """At the end of the iteration: the waits it began are woken together, later."""
+    if _WATCHED.get(loop) is batch:
+        del _WATCHED[loop]
+    loop.call_later(WATCH_AFTER, _wake_all, batch)
+
+
+def _wake_all(batch: list[asyncio.Future[None]]) -> None:
+    for waiter in batch:
+        if not waiter.done():
+            waiter.set_result(None)
 
 
 async def _stream(

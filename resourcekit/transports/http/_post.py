@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import orjson
@@ -178,21 +179,22 @@ async def refuse(scope: Scope, send: Send, exc: Exception) -> None:
         await respond(send, 500, error_body(500, "Internal error"))
 
 
-async def _post_modern(endpoint: Endpoint, message: Any, headers: dict[bytes, bytes], receive: Receive, send: Send,
-                       accepted: tuple[bool, bool], principal: Any) -> None:
+def _post_modern(endpoint: Endpoint, message: Any, headers: dict[bytes, bytes], receive: Receive, send: Send,
+                 accepted: tuple[bool, bool], principal: Any) -> Coroutine[Any, Any, None]:
+    """A 2026-07-28 POST: what ``post`` awaits (a plain function, so that each resumption of the
+    exchange passes one coroutine less)."""
     try:
         check_modern_headers(message, headers)
     except MCPError as exc:
         rid = message.get("id") if isinstance(message, dict) else None
-        await respond_json(send, 400, error_response(rid, exc, STATELESS))
-        return
+        return respond_json(send, 400, error_response(rid, exc, STATELESS))
     listen = message.get("method") == "subscriptions/listen"
     if not accepted[1] and listen:
         raise HTTPError(406, "subscriptions/listen answers with a stream: Accept must list text/event-stream")
     conn = endpoint.server.connect(_discard, stateless=True)
     bound = endpoint.limits.max_pending_notifications if listen else 0
-    await exchange(conn, message, receive, send, accepted, endpoint.streams, watch=True, bound=bound,
-                   principal=principal, sink=sink_for(message, endpoint.byte_streams, headers))
+    return exchange(conn, message, receive, send, accepted, endpoint.streams, watch=True, bound=bound,
+                    principal=principal, sink=sink_for(message, endpoint.byte_streams, headers))
 
 
 async def _initialize(endpoint: Endpoint, message: dict[str, Any], receive: Receive, send: Send,
