@@ -178,16 +178,17 @@ class ThreadRunner:
         spawn = False
         with self._cond:
             ring = self._ring
-            added = 0  # takes: a worker takes up to TAKE jobs of a lane at once
+            waiting = 0
             for lane in touched:
                 if lane.jobs and not lane.held:
-                    added += (len(lane.jobs) + TAKE - 1) // TAKE
+                    waiting += len(lane.jobs)
                     if not lane.queued:
                         lane.queued = True
                         ring.append(lane)
+            added = (waiting + TAKE - 1) // TAKE  # a worker per TAKE jobs, of however many lanes
             if added:
                 if self._idle:
-                    self._wake_workers(added)  # a worker per take at most: those idle
+                    self._wake_workers(added)  # those idle, at most (a stuck one: the stall rule's)
                 else:  # none idle: a thread more while they are fewer than the cores (more only when stuck)
                     spawn = len(self._threads) < self._eager
         if spawn:
