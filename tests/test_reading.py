@@ -16,7 +16,7 @@ import pytest
 from resourcekit import App, Limits, ResourceNotFound
 from resourcekit.methods.reading import TAILS
 from tests.support.session import Session
-from tests.support.wire import cancelled, read
+from tests.support.wire import cancelled, read, read_message
 
 pytestmark = pytest.mark.anyio
 
@@ -365,3 +365,20 @@ async def test_a_sessions_read_waits_for_no_other_sessions_slow_reads() -> None:
         assert got["fast"]["result"]["contents"][0]["text"] == "fast"
         assert time.monotonic() - started < 0.6  # a slow read's time at most, not the flood's
         assert len(flood_wire.by_id()) < 40
+
+
+async def test_a_2026_07_28_reads_remembered_reply_is_the_bytes_of_its_result(profile: str) -> None:
+    app = App("t", ttl_ms=5000, cache_scope="public")
+    state = {"text": "hello"}
+    app.resource("text://a")(lambda: state["text"])
+    async with Session(app, profile) as (conn, wire):
+        results = []
+        for rid, text in ((1, "hello"), (2, "hello"), (3, "bye")):  # the second from the remembered tail
+            state["text"] = text
+            conn.feed(orjson.dumps(read_message(rid, "text://a", modern=True)))
+            results.append((await wire.answered({rid}))[rid]["result"])
+        assert results[0] == results[1]
+        assert results[0]["ttlMs"] == 5000 and results[0]["resultType"] == "complete"
+        assert results[0]["cacheScope"] == ("private" if profile == "scoped" else app.cache_scope)
+        assert results[2]["contents"][0]["text"] == "bye"
+        assert results[2]["contents"][0]["_meta"] != results[0]["contents"][0]["_meta"]

@@ -3,7 +3,8 @@
 | module | methods |
 |---|---|
 | ``lifecycle`` | initialize, ping, logging/setLevel, server/discover; notifications/initialized, cancelled |
-| ``reading`` | resources/read, resources/get (seed 000), resources/metadata (SEP-2093) |
+| ``reading`` | resources/read, resources/get (seed 000) |
+| ``metadata`` | resources/metadata (SEP-2093) |
 | ``listing`` | resources/list (plain, ``filter``, children of ``uri``), resources/templates/list |
 | ``subscriptions`` | resources/subscribe, resources/unsubscribe, subscriptions/listen |
 | ``completion`` | completion/complete |
@@ -12,7 +13,7 @@
 | ``tools`` | tools/list, tools/call: the resources as tools, when the app sets ``resource_tools`` |
 
 Nothing patches these tables later: what a method does is in the module it is named after.  The
-modules of features most servers never serve (skills, streaming, tools) are imported when one of
+modules of features most servers never serve (metadata, skills, streaming, tools) are imported when one of
 their methods is first called (``on_first_use``), so that a stdio server starts without them.
 ``COMPILERS`` names the methods whose step depends on the session's profile (``core.plan``).
 """
@@ -51,6 +52,7 @@ __all__ = ["COMPILERS", "HANDSHAKE_METHODS", "NOTIFICATIONS", "PENDING", "STATEL
 
 _BOTH: dict[str, Method] = {
     **reading.METHODS, **listing.METHODS, **completion.METHODS,
+    **on_first_use("metadata", "resources/metadata"),
     **on_first_use("skills", "skills/list", "skills/get", "resources/directory/read"),
     **on_first_use("tools", "tools/list", "tools/call"),
     **on_first_use("streaming", "resources/stream"),

@@ -1,5 +1,5 @@
-"""``resources/read``, and the reads that extensions add: ``resources/get`` (seed 000) and
-``resources/metadata`` (SEP-2093); the ``Context`` a handler receives.
+"""``resources/read``, and the read an extension adds: ``resources/get`` (seed 000); the
+``Context`` a handler receives.
 
 Async handlers run as a task on the loop; sync ones, with the encoding and hashing
 of what they return, in a worker thread.  Every successful read records the
@@ -32,7 +32,7 @@ from ..errors import InvalidParams, LimitExceeded, NotModified, ResourceNotFound
 from ..extensions import FIELDS, SEP_2093
 from ..revisions import META_VERSION
 from ..scopes import check_read
-from ._base import PENDING, Method, cache_hints, in_worker, uri_param
+from ._base import PENDING, Method, cache_hints, uri_param
 from .children import listable
 from .wire import capabilities, fresh_resource, last_segment, seed_fields
 
@@ -169,7 +169,7 @@ def _serve_listable(req: Request, uri: str, build: BuildListable, *, need_listab
 
 def read_modern(req: Request) -> Any:
     """``resources/read`` in the 2026-07-28 era: the result carries cache hints."""
-    return serve(req, None, _modern_reply)
+    return serve(req, None, modern_reply)
 
 
 def read_sep_2093(req: Request) -> Any:
@@ -248,7 +248,25 @@ def read_reply(req: Request, handler: Handler, uri: str, value: Any) -> bytes:
     return HEAD + dumps(req.id) + tail
 
 
-_modern_reply = encoded(read_result)
+def modern_reply(req: Request, handler: Handler, uri: str, value: Any) -> bytes:
+    """A 2026-07-28 read's whole reply, as ``read_reply``'s: a short text's from its remembered
+    tail (``MODERN_TAILS``), which depends as well on what the cache hints and the server's
+    decoration are made of (the server, the handler's and the app's hints, fixed once declared, and
+    whether a token makes the answer private), anything else its result encoded."""
+    conn = req.conn
+    private = req.principal is not None
+    known = MODERN_TAILS.get(uri)
+    if (known is not None and type(value) is str and known[0] == value and known[1] is handler
+            and known[2] is conn.server and known[3] is private):
+        served(conn, uri, known[5])
+        return HEAD + dumps(req.id) + known[4]
+    data = req.encode(read_result(req, handler, uri, value))
+    if type(value) is str and len(value) <= TAIL_TEXT:
+        head = len(HEAD) + len(dumps(req.id))
+        if data.startswith(_RESULT, head):  # a result (not the error of a text JSON cannot carry)
+            version = text_version(value, handler.mime_type or TEXT_MIME)
+            _remember(MODERN_TAILS, uri, (value, handler, conn.server, private, data[head:], version))
+    return data
 
 
 def served(conn: Connection, uri: str, version: str) -> None:
@@ -272,6 +290,16 @@ _TAIL_URI = 256
 _TAIL_SIZE = 4096  # URIs (as many as the router caches); the table starts over when full
 # uri -> (text, the handler that returned it, the reply's bytes after its id, version)
 TAILS: dict[str, tuple[str, Handler, bytes, str]] = {}
+# the same for 2026-07-28 reads: uri -> (text, handler, server, private, bytes after the id, version)
+MODERN_TAILS: dict[str, tuple[str, Handler, object, bool, bytes, str]] = {}
+
+
+def _remember(table: dict[str, Any], uri: str, entry: Any) -> None:
+    """``table[uri] = entry`` for a URI of at most ``_TAIL_URI`` characters; a full table starts over."""
+    if len(uri) <= _TAIL_URI:
+        if len(table) >= _TAIL_SIZE and uri not in table:
+            table.clear()
+        table[uri] = entry
 
 
 def text_tail(uri: str, handler: Handler, text: str) -> tuple[bytes, str]:
@@ -283,10 +311,7 @@ def text_tail(uri: str, handler: Handler, text: str) -> tuple[bytes, str]:
     version = text_version(text, mime)
     tail = _RESULT + dumps({"contents": [{"uri": uri, "mimeType": mime, "text": text,
                                           "_meta": {META_VERSION: version}}]}) + b"}\n"
-    if len(uri) <= _TAIL_URI:
-        if len(TAILS) >= _TAIL_SIZE and uri not in TAILS:
-            TAILS.clear()
-        TAILS[uri] = (text, handler, tail, version)
+    _remember(TAILS, uri, (text, handler, tail, version))
     return tail, version
 
 
@@ -332,32 +357,6 @@ def _content_size(content: Mapping[str, Any]) -> int:
     return len(blob) * 3 // 4 - blob[-2:].count("=")
 
 
-# --- resources/metadata (SEP-2093) ------------------------------------------------------------
-
-
-def metadata(req: Request) -> Any:
-    """``resources/metadata {uri}`` → ``{resource}``, without reading the content."""
-    uri = uri_param(req)
-    match = req.conn.app.router.match(uri)
-    if match is None:
-        raise ResourceNotFound(uri)
-    handler = match.handler
-    check_read(req.principal, req.conn.app, handler, uri)
-    seed = req.optin.resources_get
-    tracker = req.conn.app.tracker
-
-    def build(is_listable: bool) -> dict[str, Any]:
-        wire = fresh_resource(handler, tracker, uri)
-        wire["capabilities"] = capabilities(is_listable, req.conn.app.subscribe)
-        if seed:
-            seed_fields(wire, handler, tracker)
-        return cache_hints(req, {"resource": wire}, handler)
-
-    if handler.children is None:
-        return build(False)
-    return in_worker(req, lambda: build(listable(req.conn, handler, match.kwargs, strict=True)))
-
-
 # --- resources/get (seed 000) -----------------------------------------------------------------
 
 
@@ -390,6 +389,5 @@ def get(req: Request) -> Any:
 
 METHODS: dict[str, Method] = {
     "resources/read": serve,  # compiled per profile: compile_read
-    "resources/metadata": metadata,
     "resources/get": get,
 }
