@@ -5,7 +5,13 @@ The public API is this module and ``resourcekit.testing`` (``Client``), ``resour
 (``dump_json``, ``guess_mime_type``, ``is_textual``), ``resourcekit.logs`` (``Repeats``) and
 ``resourcekit.telemetry`` (``use_meter_provider``), as documented in docs/api.md.  Every other
 module (``core``, ``methods``, ``registry``, ``router``, ``transports`` ...) is internal.
+
+``UriTemplate`` is read through ``__getattr__``: its module, the largest, loads when it is first
+asked for here or a template is first declared (``declaration.uri_template``), so that a server of
+fixed URIs starts without it.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from .app import App, resource, template
 from .contents import Blob, Text
@@ -32,7 +38,9 @@ from .errors import (
 )
 from .limits import Limits
 from .scopes import Principal
-from .templates import UriTemplate
+
+if TYPE_CHECKING:
+    from .templates import UriTemplate
 
 __version__ = "0.1.0"
 
@@ -65,3 +73,12 @@ __all__ = [
     "resource",
     "template",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "UriTemplate":
+        from .templates import UriTemplate
+
+        globals()[name] = UriTemplate  # asked once
+        return UriTemplate
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

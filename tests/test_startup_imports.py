@@ -5,7 +5,8 @@ The app serves ``sorted(sys.modules)`` of its own process; the test reads it the
 HTTP transport (``resourcekit.transports.http``'s ``__getattr__``, ``resourcekit.http``), the
 explorer (``resourcekit dev``), ``install``, authorization, scale-out (``--redis``), Agent Skills
 (``resourcekit.skills``), and of telemetry everything but the flag a request checks (``spans``):
-``sampling``, ``causes`` and OpenTelemetry itself come with a configured provider.
+``sampling``, ``causes`` and OpenTelemetry itself come with a configured provider.  Nor does it
+import what the app does not declare: URI templates (``declaration.uri_template``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ FEATURES = {
     "scale-out": ("resourcekit.scaleout", "resourcekit.transports.http._redis_sessions", "redis"),
     "explorer": ("resourcekit.explorer.asgi", "resourcekit.explorer.serve"),
     "install": ("resourcekit.install", "resourcekit._jsonedit"),
+    # the app declares no template: the parser and matcher of URI templates load with the first one
+    "URI templates": ("resourcekit.templates",),
     # not features, but what `run FILE` needs no more: the parser of the other commands' options
     "the CLI parser": ("argparse", "resourcekit._cliparser"),
 }
