@@ -6,7 +6,8 @@ HTTP transport (``resourcekit.transports.http``'s ``__getattr__``, ``resourcekit
 explorer (``resourcekit dev``), ``install``, authorization, scale-out (``--redis``), Agent Skills
 (``resourcekit.skills``), and of telemetry everything but the flag a request checks (``spans``):
 ``sampling``, ``causes`` and OpenTelemetry itself come with a configured provider.  Nor does it
-import what the app does not declare: URI templates (``declaration.uri_template``).
+import what the app does not declare: URI templates (``declaration.uri_template``); nor completion
+before a client asks for one (``methods.on_first_use``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ FEATURES = {
     "skills": ("resourcekit.skills", "resourcekit.methods.skills"),
     "resources as tools": ("resourcekit.methods.tools", "resourcekit.methods.template_tools", "resourcekit.schemas"),
     "resources/stream": ("resourcekit.methods.streaming",),
+    # a method most clients never call
+    "completion/complete": ("resourcekit.methods.completion",),
     "scale-out": ("resourcekit.scaleout", "resourcekit.transports.http._redis_sessions", "redis"),
     "explorer": ("resourcekit.explorer.asgi", "resourcekit.explorer.serve"),
     "install": ("resourcekit.install", "resourcekit._jsonedit"),
