@@ -6,8 +6,9 @@ HTTP transport (``resourcekit.transports.http``'s ``__getattr__``, ``resourcekit
 explorer (``resourcekit dev``), ``install``, authorization, scale-out (``--redis``), Agent Skills
 (``resourcekit.skills``), and of telemetry everything but the flag a request checks (``spans``):
 ``sampling``, ``causes`` and OpenTelemetry itself come with a configured provider.  Nor does it
-import what the app does not declare: URI templates (``declaration.uri_template``); nor completion
-before a client asks for one (``methods.on_first_use``).
+import what the app does not declare (URI templates: ``declaration.uri_template``; the convertors
+of parameters: ``signature.convertor_for``), nor completion before a client asks for one
+(``methods.on_first_use``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ FEATURES = {
     "install": ("resourcekit.install", "resourcekit._jsonedit"),
     # the app declares no template: the parser and matcher of URI templates load with the first one
     "URI templates": ("resourcekit.templates",),
+    # nor a parameter: the typed convertors load with the first one (signature.convertor_for)
+    "typed parameters": ("resourcekit._convert",),
     # not features, but what `run FILE` needs no more: the parser of the other commands' options
     "the CLI parser": ("argparse", "resourcekit._cliparser"),
 }
