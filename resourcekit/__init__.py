@@ -6,40 +6,41 @@ The public API is this module and ``resourcekit.testing`` (``Client``), ``resour
 ``resourcekit.telemetry`` (``use_meter_provider``), as documented in docs/api.md.  Every other
 module (``core``, ``methods``, ``registry``, ``router``, ``transports`` ...) is internal.
 
-``UriTemplate`` is read through ``__getattr__``: its module, the largest, loads when it is first
-asked for here or a template is first declared (``declaration.uri_template``), so that a server of
-fixed URIs starts without it.
+The names below load on first use (``__getattr__``, PEP 562): ``import resourcekit`` imports
+nothing else, so that ``python -m resourcekit`` starts its CLI before anything is imported
+(``__main__``), and ``UriTemplate``'s module, the largest, loads only when it is asked for here or
+a template is first declared (``declaration.uri_template``).
 """
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from .app import App, resource, template
-from .contents import Blob, Text
-from .context import Context
-from .errors import (
-    DefinitionError,
-    DuplicateResourceError,
-    InsufficientScope,
-    LifespanDefinitionError,
-    LifespanFailed,
-    LimitExceeded,
-    MCPError,
-    MissingParameterError,
-    NotModified,
-    QueryDefaultError,
-    ResourceKitError,
-    ResourceNotFound,
-    TemplateSyntaxError,
-    ToolNameError,
-    UnknownParameterError,
-    UnsupportedParameterType,
-    UnsupportedReturnType,
-    WatcherDefinitionError,
-)
-from .limits import Limits
-from .scopes import Principal
-
 if TYPE_CHECKING:
+    from .app import App, resource, template
+    from .contents import Blob, Text
+    from .context import Context
+    from .errors import (
+        DefinitionError,
+        DuplicateResourceError,
+        InsufficientScope,
+        LifespanDefinitionError,
+        LifespanFailed,
+        LimitExceeded,
+        MCPError,
+        MissingParameterError,
+        NotModified,
+        QueryDefaultError,
+        ResourceKitError,
+        ResourceNotFound,
+        TemplateSyntaxError,
+        ToolNameError,
+        UnknownParameterError,
+        UnsupportedParameterType,
+        UnsupportedReturnType,
+        WatcherDefinitionError,
+    )
+    from .limits import Limits
+    from .scopes import Principal
     from .templates import UriTemplate
 
 __version__ = "0.1.0"
@@ -75,10 +76,30 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "UriTemplate":
-        from .templates import UriTemplate
+#: the module that defines each name of ``__all__``
+_HOMES = {
+    **dict.fromkeys(("App", "resource", "template"), "app"),
+    **dict.fromkeys(("Blob", "Text"), "contents"),
+    "Context": "context",
+    **dict.fromkeys((
+        "DefinitionError", "DuplicateResourceError", "InsufficientScope", "LifespanDefinitionError", "LifespanFailed",
+        "LimitExceeded", "MCPError", "MissingParameterError", "NotModified", "QueryDefaultError", "ResourceKitError",
+        "ResourceNotFound", "TemplateSyntaxError", "ToolNameError", "UnknownParameterError", "UnsupportedParameterType",
+        "UnsupportedReturnType", "WatcherDefinitionError",
+    ), "errors"),
+    "Limits": "limits",
+    "Principal": "scopes",
+    "UriTemplate": "templates",
+}
 
-        globals()[name] = UriTemplate  # asked once
-        return UriTemplate
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{home}", __name__), name)
+    globals()[name] = value  # asked once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
