@@ -15,11 +15,20 @@ if TYPE_CHECKING:
     from .templates import UriTemplate
 
 __all__ = ["BAD_TOOL_NAME", "Handler", "check_tool_option", "choices_completer", "completers_for",
-           "normalize_annotations", "plain_handler", "tool_name_allowed"]
+           "normalize_annotations", "plain_handler", "tool_name_allowed", "uri_template"]
 
 _AUDIENCES = frozenset({"user", "assistant"})
 # SEP-986 (2025-11-25): a tool's name is 1-128 of these characters
 _TOOL_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.")
+
+
+def uri_template(text: str) -> UriTemplate:
+    """``UriTemplate(text)``, for a template or a watcher's pattern being declared: the seam where
+    ``resourcekit.templates`` (the largest module) loads, with the first one, so that an app of
+    fixed URIs starts without it (``resourcekit.UriTemplate`` loads it too)."""
+    from .templates import UriTemplate
+
+    return UriTemplate(text)
 
 
 class Completer:

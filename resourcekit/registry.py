@@ -27,16 +27,16 @@ from .router import Router
 from .scopes import NO_SCOPES, normalize_scopes
 from .signature import Signature, SignatureCache
 from .skills_api import SkillsDeclared
-from .templates import UriTemplate
 from .tracking import Tracker
 
 __all__ = ["Registry"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-
 if TYPE_CHECKING:  # the keyword options, for type checkers only: importing typing_extensions costs start-up
     from typing_extensions import TypedDict, Unpack
+
+    from .templates import UriTemplate
 
     class _Options(TypedDict, total=False):
         """What ``resource`` and ``template`` both take (see README, "Declaring resources")."""
@@ -213,7 +213,7 @@ class Registry(SkillsDeclared):
 
     def add_template(self, fn: Callable[..., Any], uri_template: str, **options: Unpack[TemplateOptions]) -> Handler:
         """Register ``fn`` behind a URI template (what ``@app.template`` does)."""
-        template = UriTemplate(uri_template)
+        template = declaration.uri_template(uri_template)
         if template.duplicates:
             name, position = template.duplicates[0]
             raise TemplateSyntaxError(uri_template, position,

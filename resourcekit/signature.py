@@ -16,12 +16,14 @@ import sys
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin, get_type_hints
 
-from ._convert import Convertor, convertor_for
 from .contents import BINARY_MIME, JSON_MIME, TEXT_MIME, never_served
 from .context import Context
 from .errors import DefinitionError, UnsupportedParameterType, UnsupportedReturnType
+
+if TYPE_CHECKING:
+    from ._convert import Convertor
 
 __all__ = ["Param", "Signature", "SignatureCache", "inspect_handler"]
 
@@ -159,6 +161,13 @@ def _wrapped(fn: Any) -> Any:
             raise DefinitionError(f"{fn!r}: its __wrapped__ chain loops back to itself")
         seen.add(id(fn))
     return fn
+
+
+def convertor_for(annotation: Any) -> Convertor | None:
+    """``_convert.convertor_for``: the typed convertors load with the first parameter, not at start-up."""
+    from ._convert import convertor_for
+
+    return convertor_for(annotation)
 
 
 def inspect_handler(fn: Callable[..., Any], *, serves: bool = True) -> Signature:

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from .context import AppView, Context
+from .declaration import uri_template
 from .errors import (
     MissingParameterError,
     QueryDefaultError,
@@ -37,7 +38,6 @@ from .errors import (
     bad_resource_uri,
 )
 from .signature import Signature, inspect_handler
-from .templates import UriTemplate
 
 __all__ = ["DEFAULT_GRACE", "Watcher", "Watchers"]
 
@@ -85,7 +85,7 @@ class Watcher:
         if not isinstance(pattern, str) or not pattern:
             raise bad_resource_uri(pattern)
         self.pattern = pattern
-        self.template = UriTemplate(pattern) if "{" in pattern or "}" in pattern else None
+        self.template = uri_template(pattern) if "{" in pattern or "}" in pattern else None
         if self.template is None and (":" not in pattern or " " in pattern or not pattern.isprintable()):
             raise bad_resource_uri(pattern)
         if grace is None:

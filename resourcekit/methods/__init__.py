@@ -13,8 +13,10 @@
 | ``tools`` | tools/list, tools/call: the resources as tools, when the app sets ``resource_tools`` |
 
 Nothing patches these tables later: what a method does is in the module it is named after.  The
-modules of features most servers never serve (metadata, skills, streaming, tools) are imported when one of
-their methods is first called (``on_first_use``), so that a stdio server starts without them.
+modules of methods most clients never call (completion, and the features most servers never
+serve: metadata, skills, streaming, tools) are imported when one of their methods is first called
+(``on_first_use``), so that a stdio server starts without them; those a host calls right after
+``initialize`` (reading, listing) load with the engine.
 ``COMPILERS`` names the methods whose step depends on the session's profile (``core.plan``).
 """
 
@@ -25,7 +27,7 @@ from importlib import import_module
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from . import completion, lifecycle, listing, reading, subscriptions
+from . import lifecycle, listing, reading, subscriptions
 from ._base import PENDING, Method, Notification
 from .subscriptions import Subscriptions
 
@@ -40,8 +42,13 @@ def on_first_use(module: str, *names: str) -> dict[str, Method]:
     ``METHODS``) the first time one of them is called."""
 
     def step_of(name: str) -> Method:
+        method: Method | None = None
+
         def step(req: RequestView) -> Any:
-            return import_module(f"{__name__}.{module}").METHODS[name](req)
+            nonlocal method
+            if method is None:
+                method = import_module(f"{__name__}.{module}").METHODS[name]
+            return method(req)
 
         step.__qualname__ = step.__name__ = f"{module}:{name}"
         return step
@@ -51,7 +58,8 @@ def on_first_use(module: str, *names: str) -> dict[str, Method]:
 __all__ = ["COMPILERS", "HANDSHAKE_METHODS", "NOTIFICATIONS", "PENDING", "STATELESS_METHODS", "Subscriptions"]
 
 _BOTH: dict[str, Method] = {
-    **reading.METHODS, **listing.METHODS, **completion.METHODS,
+    **reading.METHODS, **listing.METHODS,
+    **on_first_use("completion", "completion/complete"),
     **on_first_use("metadata", "resources/metadata"),
     **on_first_use("skills", "skills/list", "skills/get", "resources/directory/read"),
     **on_first_use("tools", "tools/list", "tools/call"),

@@ -1,5 +1,6 @@
-"""Serves ``sorted(sys.modules)`` as read over stdio (tests/test_startup_imports.py)."""
+"""Serves ``sorted(sys.modules)`` as read over stdio, and the cyclic GC's state (tests/test_startup_imports.py)."""
 
+import gc
 import sys
 
 import orjson
@@ -13,3 +14,9 @@ app = App("modules")
 def modules() -> str:
     """Every module the server process has imported by the time it serves its first read."""
     return orjson.dumps(sorted(sys.modules)).decode()
+
+
+@app.resource("test://gc", mime_type="application/json")
+def collector() -> str:
+    """Whether the cyclic GC runs, and how many objects start-up froze (never scanned)."""
+    return orjson.dumps({"enabled": gc.isenabled(), "frozen": gc.get_freeze_count()}).decode()
