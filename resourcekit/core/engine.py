@@ -147,10 +147,7 @@ class Connection:
         except orjson.JSONDecodeError as exc:
             (reply or self.send)(error_response(None, ParseError(f"Parse error: {exc}")))
             return
-        if type(message) is dict and not self.held:  # ``receive``, inlined for the common case
-            self._receive_one(message, reply or self.send, None if reply else self.sink)
-        else:
-            self.receive(message, reply)
+        self.receive(message, reply)
 
     def receive(self, message: Any, reply: Send | None = None) -> None:
         """Handle one decoded message; responses go to ``reply`` (default: ``send``)."""

@@ -260,11 +260,12 @@ def modern_reply(req: Request, handler: Handler, uri: str, value: Any) -> bytes:
             and known[2] is conn.server and known[3] is private):
         served(conn, uri, known[5])
         return HEAD + dumps(req.id) + known[4]
-    data = req.encode(read_result(req, handler, uri, value))
+    result = read_result(req, handler, uri, value)
+    data = req.encode(result)
     if type(value) is str and len(value) <= TAIL_TEXT:
         head = len(HEAD) + len(dumps(req.id))
         if data.startswith(_RESULT, head):  # a result (not the error of a text JSON cannot carry)
-            version = text_version(value, handler.mime_type or TEXT_MIME)
+            version = result["contents"][0]["_meta"][META_VERSION]  # (read_result's: one text content)
             _remember(MODERN_TAILS, uri, (value, handler, conn.server, private, data[head:], version))
     return data
 
