@@ -11,13 +11,12 @@ import anyio
 import orjson
 import pytest
 from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError as ClientError
 
 from resourcekit import App
 from resourcekit.testing import Client
 from tests.support.http_server import http_server_process, sse_events, stream_post
-from tests.support.mcp_client import all_resources, stdio_session
+from tests.support.mcp_client import all_resources, http_session, stdio_session
 from tests.support.process import APPS
 from tests.support.wire import modern_headers, modern_meta, request
 
@@ -68,7 +67,7 @@ def listen(url: str, notifications: dict[str, Any], events: int) -> tuple[list[d
 
 async def test_a_listen_stream_for_what_is_switched_off_ends_at_once_over_http() -> None:
     with http_server_process(STATIC) as url:
-        async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+        async with http_session(url, initialize=False) as session:
             caps = (await session.discover()).capabilities
             assert caps.resources is not None and caps.resources.subscribe is None
         for asked in ({"resourceSubscriptions": ["config://app"], "resourcesListChanged": True}, {}):

@@ -9,11 +9,10 @@ import httpx
 import mcp_types as types
 import pytest
 from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError as ClientError
 
 from tests.support.http_server import http_server_process
-from tests.support.mcp_client import all_tools, stdio_session
+from tests.support.mcp_client import all_tools, http_session, stdio_session
 from tests.support.process import APPS
 from tests.support.wire import modern_meta
 
@@ -110,10 +109,9 @@ async def test_tools_over_stdio_in_2026():
 
 async def test_tools_over_http_in_both_eras():
     with http_server_process(APP) as url:
-        async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
+        async with http_session(url) as session:
             await check_tools(session)
-        async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+        async with http_session(url, initialize=False) as session:
             await session.discover()
             await check_tools(session)
         # 2026-07-28 over HTTP: a tools/call's Mcp-Name header must name the tool of the body

@@ -17,13 +17,12 @@ from typing import Any, Literal
 
 import mcp_types as types
 import pytest
-from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 from resourcekit import App, MCPError
 from resourcekit.skills import SkillError
 from resourcekit.testing import Client
 from tests.support.http_server import free_port, wait_for_port
+from tests.support.mcp_client import http_session
 from tests.support.node import run_skills_conformance
 from tests.support.process import ROOT, stop_process
 
@@ -100,8 +99,7 @@ def from_zip(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 async def check_skills(url: str) -> None:
-    async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
+    async with http_session(url) as session:
         listed = (await session.send_request(SkillsList(), SkillsListResult)).skills
         assert [s["uri"] for s in listed] == [NOTES, GENERATED]
         notes, generated = listed

@@ -14,11 +14,10 @@ import httpx
 import pytest
 from mcp.client.client import Client
 from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.http_server import http_server_process
-from tests.support.mcp_client import stdio_session
+from tests.support.mcp_client import http_session, stdio_session
 from tests.support.process import APPS, ROOT, command, env
 from tests.support.redis_server import redis_process
 from tests.support.telemetry import Otel
@@ -67,8 +66,7 @@ async def test_mcp_client_traced_and_an_http_server_process_share_one_trace(sdk:
             async with Client(url, mode="2026-07-28") as client:
                 await client.read_resource("note://a")
         else:
-            async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
-                await session.initialize()
+            async with http_session(url) as session:
                 await session.read_resource("note://a")
         check_one_trace(sdk, spans_file)
         (server,) = server_spans(spans_file, "resources/read")

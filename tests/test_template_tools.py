@@ -13,12 +13,11 @@ import jsonschema
 import mcp_types as types
 import pytest
 from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 from resourcekit import App, DefinitionError, Principal, ToolNameError
 from resourcekit.testing import Client
 from tests.support.http_server import http_server_process
-from tests.support.mcp_client import stdio_session
+from tests.support.mcp_client import http_session, stdio_session
 from tests.support.process import APPS, cli
 
 pytestmark = pytest.mark.anyio
@@ -106,10 +105,9 @@ async def test_template_tools_over_stdio_in_both_eras() -> None:
 
 async def test_template_tools_over_http_in_both_eras() -> None:
     with http_server_process(APP) as url:
-        async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
+        async with http_session(url) as session:
             await check(session)
-        async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+        async with http_session(url, initialize=False) as session:
             await session.discover()
             await check(session)
 

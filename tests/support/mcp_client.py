@@ -11,6 +11,7 @@ from typing import Any
 
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 from tests.support.process import ROOT, env
 
@@ -40,6 +41,16 @@ async def stdio_session(
                 if initialize:
                     await session.initialize()
                 yield session
+
+
+@asynccontextmanager
+async def http_session(url: str, *, initialize: bool = True) -> AsyncIterator[ClientSession]:
+    """The official client over Streamable HTTP at ``url``; ``initialize=False``: no handshake (a
+    2026-07-28 client, which calls ``discover`` itself)."""
+    async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+        if initialize:
+            await session.initialize()
+        yield session
 
 
 async def all_resources(session: ClientSession) -> list[Any]:
