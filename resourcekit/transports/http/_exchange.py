@@ -138,8 +138,7 @@ async def exchange(
     finally:
         if sink is not None:
             sink.finish()
-        if inbox.watcher is not None:
-            inbox.stop_watching()
+        inbox.stop_watching()
         if session is not None:
             session.waiting.pop(inbox, None)
         elif conn.inflight:  # a stateless request left behind (disconnect, error): cancel it
