@@ -17,8 +17,9 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._runner import Call
-from ..errors import InvalidParams, LimitExceeded
+from ..errors import InvalidParams, LimitExceeded, ResourceNotFound
 from ..pagination import decode_cursor
+from ..scopes import check_read
 
 if TYPE_CHECKING:
     from .._runner import Lane, ThreadRunner
@@ -27,12 +28,13 @@ if TYPE_CHECKING:
     from ..extensions import OptIn
     from ..limits import Limits
     from ..registry import Registry
-    from ..router import Router
+    from ..router import Match, Router
     from ..tracking import Tracker
 
 __all__ = [
     "PENDING", "Method", "Notification", "ProfileView", "RequestView", "ServerView", "SessionView",
-    "SharedSubscriptions", "SubscriptionsView", "cache_hints", "check_uri", "in_worker", "str_param", "uri_param",
+    "SharedSubscriptions", "SubscriptionsView", "cache_hints", "check_uri", "in_worker", "readable", "str_param",
+    "uri_param",
 ]
 
 PENDING: Any = object()
@@ -214,6 +216,17 @@ def uri_param(req: RequestView, name: str = "uri") -> str:
     if type(uri) is str and uri and len(uri) <= req.conn.limits.max_uri_length:
         return uri  # the common case, in one test
     return check_uri(req, str_param(req, name))
+
+
+def readable(req: RequestView, uri: str) -> Match:
+    """The match of ``uri``, for a caller who may read it: ResourceNotFound when nothing serves it,
+    InsufficientScope when the caller's token lacks its scopes (``scopes.check_read``)."""
+    app = req.conn.app
+    match = app.router.match(uri)
+    if match is None:
+        raise ResourceNotFound(uri)
+    check_read(req.principal, app, match.handler, uri)
+    return match
 
 
 def check_uri(req: RequestView, uri: str) -> str:

@@ -20,13 +20,13 @@ from itertools import chain, islice
 from typing import TYPE_CHECKING, Any
 
 from ..declaration import Handler, iter_lister_page
-from ..errors import InvalidParams, ResourceNotFound
+from ..errors import InvalidParams
 from ..extensions import OptIn
 from ..limits import put_bounded
 from ..pagination import decode_cursor, encode_cursor
 from ..revisions import META_VERSION
-from ..scopes import check_read, may_read
-from ._base import Method, cache_hints, in_worker, keyset_after, uri_param
+from ..scopes import may_read
+from ._base import Method, cache_hints, in_worker, keyset_after, readable, uri_param
 from .children import children_from, listable
 from .variables import META_VARIABLES, variables_meta
 from .wire import (
@@ -266,11 +266,8 @@ def children_page(req: Request, uri: str, keep: Keep | None = None) -> dict[str,
             raise InvalidParams("Invalid cursor", {"cursor": cursor})
         offset = numbers[0]
     conn = req.conn
-    match = conn.app.router.match(uri)
-    if match is None:
-        raise ResourceNotFound(uri)
+    match = readable(req, uri)
     handler = match.handler
-    check_read(req.principal, conn.app, handler, uri)
     if handler.children is None:
         raise _not_listable(uri)
     limit = conn.app.page_size

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ResourceNotFound
-from ..scopes import check_read
-from ._base import Method, cache_hints, in_worker, uri_param
+from ._base import Method, cache_hints, in_worker, readable, uri_param
 from .children import listable
 from .wire import capabilities, fresh_resource, seed_fields
 
@@ -20,11 +18,8 @@ __all__ = ["METHODS"]
 def metadata(req: Request) -> Any:
     """``resources/metadata {uri}`` → ``{resource}``, without reading the content."""
     uri = uri_param(req)
-    match = req.conn.app.router.match(uri)
-    if match is None:
-        raise ResourceNotFound(uri)
+    match = readable(req, uri)
     handler = match.handler
-    check_read(req.principal, req.conn.app, handler, uri)
     seed = req.optin.resources_get
     tracker = req.conn.app.tracker
 

@@ -32,7 +32,7 @@ from ..errors import InvalidParams, LimitExceeded, NotModified, ResourceNotFound
 from ..extensions import FIELDS, SEP_2093
 from ..revisions import META_VERSION
 from ..scopes import check_read
-from ._base import PENDING, Method, cache_hints, uri_param
+from ._base import PENDING, Method, cache_hints, readable, uri_param
 from .children import listable
 from .wire import capabilities, fresh_resource, last_segment, seed_fields
 
@@ -147,11 +147,8 @@ def _serve_listable(req: Request, uri: str, build: BuildListable, *, need_listab
     The children function is only asked when the answer is shown (``need_listable``),
     in a worker thread, before the handler runs.
     """
-    match = req.conn.app.router.match(uri)
-    if match is None:
-        raise ResourceNotFound(uri)
+    match = readable(req, uri)  # the scopes checked before children= runs
     handler = match.handler
-    check_read(req.principal, req.conn.app, handler, uri)  # before children= runs
     if not need_listable or handler.children is None:
         return serve(req, uri, lambda r, h, u, v: r.encode(build(r, h, u, v, False)))
 

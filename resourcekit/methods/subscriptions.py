@@ -26,12 +26,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import telemetry
-from ..errors import InvalidParams, LimitExceeded, MethodNotFound, ResourceNotFound
+from ..errors import InvalidParams, LimitExceeded, MethodNotFound
 from ..extensions import RESOURCES_GET, wants
 from ..revisions import META_SUBSCRIPTION_ID, META_VERSION
-from ..scopes import check_read
 from ..telemetry import spans
-from ._base import PENDING, Method, check_uri, str_param
+from ._base import PENDING, Method, check_uri, readable, str_param
 from .wire import fresh_resource, seed_fields
 
 if TYPE_CHECKING:
@@ -132,10 +131,7 @@ class Subscriptions:
             raise LimitExceeded("max_listen_uris", limit, f"Invalid params: more than {limit} resourceSubscriptions")
         app = self.server.app
         for uri in uris:
-            match = app.router.match(check_uri(req, uri))
-            if match is None:
-                raise ResourceNotFound(uri)
-            check_read(req.principal, app, match.handler, uri)
+            readable(req, check_uri(req, uri))
         asked = bool(uris) or wanted.get("resourcesListChanged") is True
         # what the app switched off is acknowledged as not honoured: it can never arrive
         list_changed = wanted.get("resourcesListChanged") is True and app.list_changed
@@ -313,10 +309,7 @@ async def subscribe(req: Request) -> dict[str, Any]:
     app = conn.app
     uris = _uris(req)
     for uri in uris:
-        match = app.router.match(uri)
-        if match is None:
-            raise ResourceNotFound(uri)
-        check_read(req.principal, app, match.handler, uri)  # hearing of changes is reading
+        readable(req, uri)  # hearing of changes is reading
     subscriptions = conn.server.subscriptions
     limit = app.limits.max_subscriptions
     shared = conn.shared
