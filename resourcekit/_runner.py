@@ -9,7 +9,8 @@ reach the workers together, once, at the end of the iteration (the *tick*): one 
 wake-up for a whole block of pipelined requests.  Idle workers wait on a C queue for a token.
 
 A worker that leaves a lane (to serve another, or to wait for work) calls the lane's ``flush``:
-the replies it made for that session are written together (``core.outbox``), not one by one.
+the replies it made for that session are written together (``core.outbox``), not one by one; a
+worker that keeps serving one lane calls it every ``FLUSH_EVERY`` jobs.
 
 One stall rule, looked at by the loop every ``STALL`` seconds while jobs are waiting or running:
 
@@ -20,7 +21,7 @@ One stall rule, looked at by the loop every ``STALL`` seconds while jobs are wai
   is idle (every worker is stuck) a thread is started (up to ``max_workers``).
 
 A new thread also starts when jobs come and no worker is idle, while there are fewer threads than
-cores; a burst of fast jobs, merely waiting for the GIL, does not wake 32 threads to fight over it.
+cores (a burst of fast jobs merely waiting for the GIL does not wake 32 threads to fight over it).
 
 A lane is *held* while its session owes a reader that does not read too many bytes: no worker
 takes its jobs until it is released.  At most ``max_queued`` jobs wait over all lanes; beyond that
@@ -43,7 +44,7 @@ from typing import Any, Protocol
 
 from .errors import LimitExceeded
 
-__all__ = ["QUIET", "STALL", "TAKE", "Call", "Job", "Lane", "ThreadRunner"]
+__all__ = ["FLUSH_EVERY", "QUIET", "STALL", "TAKE", "Call", "Job", "Lane", "ThreadRunner"]
 
 log = logging.getLogger("resourcekit")
 
@@ -73,6 +74,7 @@ STALL = 0.01
 # jobs a worker takes from a lane at once (one lock for a block of pipelined reads); a worker stuck
 # in one of them gives the others back at the loop's next look
 TAKE = 64
+FLUSH_EVERY = 256  # jobs of one lane a worker runs in a row at most before it calls the lane's flush
 # what a job returns when it saw to its outcome itself (a read that answered with its reply's
 # bytes): nothing to deliver, the loop is not woken
 QUIET: Any = object()
@@ -309,15 +311,10 @@ class ThreadRunner:
         self._done.append((lambda ok, v: fn(v), True, value))
         self._wake()
 
-    def deliver(self, callback: Callback, ok: bool, value: Any) -> None:
-        """From a worker: ``callback(ok, value)`` on the loop, as if a job had ended."""
-        self._done.append((callback, ok, value))
-        if not self._wake_pending:
-            self._wake()
-
     def _work(self, me: _Worker) -> None:
         cond, ring, done, batch, wakes = self._cond, self._ring, self._done, me.batch, self._wakes
         left: Lane | None = None  # the lane this worker served last: its replies wait for its flush
+        ran = 0  # jobs of ``left`` taken since its last flush
         while True:
             try:
                 job = batch.popleft()
@@ -352,8 +349,8 @@ class ThreadRunner:
                             wakes.get()
                         finally:
                             cond.acquire()
-                if left is not None and left is not lane:
-                    flush, left = left.flush, None
+                if left is not None and (left is not lane or ran >= FLUSH_EVERY):
+                    flush, left, ran = left.flush, None, 0
                     if flush is not None:
                         try:
                             flush()
@@ -364,6 +361,7 @@ class ThreadRunner:
                         return
                     continue
                 me.lane = left = lane
+                ran += len(batch)
                 continue
             if left is not None and left.held:  # its session owes its reader too much: not now
                 batch.appendleft(job)

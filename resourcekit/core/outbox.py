@@ -3,7 +3,9 @@
 Every message for the session passes here: replies encoded in the worker that made them,
 notifications, errors.  The outbox coalesces them: those of one loop iteration go out in one
 write at its end, and those a worker made in a row for the session in one write when the worker
-leaves the session's lane (``Lane.flush``, or the runner's look at a worker stuck in a slow job).
+leaves the session's lane (``Lane.flush``, or the runner's look at a worker stuck in a slow job;
+a worker serving the lane long flushes every ``FLUSH_EVERY`` jobs, and a big reply goes at once:
+``Request.run``).
 
 It bounds what the session may owe its reader (``Limits.max_owed_bytes``): past it the session
 is *held* (``Connection.hold``: its waiting jobs stay unstarted, what it reads waits, and the
@@ -30,8 +32,6 @@ if TYPE_CHECKING:
 __all__ = ["Outbox"]
 
 DRAIN_LOOK = 0.02  # seconds between looks at a held session's reader
-FLUSH_SIZE = 256 * 1024  # a worker's reply this big is written at once, not when it leaves the lane
-FLUSH_COUNT = 256  # nor do more replies than this wait for it
 get_ident = threading.get_ident
 
 
@@ -48,6 +48,9 @@ class Outbox:
         # what waits for the next write, in the order it came, from any thread: a deque's append is
         # atomic, and ``flush`` takes the items one by one under the lock
         self._pending: deque[bytes] = deque()
+        # a reply a worker made (``Connection.sink``), from any thread, no lock: the deque's own
+        # append (a C call per read); it goes out with the worker's others (``Lane.flush``)
+        self.put: Callable[[bytes], None] = self._pending.append
         self._lock = threading.Lock()
         self._scheduled = False  # a flush is due at the end of this loop iteration
         self.conn: Session | None = None  # the session it holds when its reader owes too much
@@ -67,16 +70,6 @@ class Outbox:
             else:  # a notification from another thread (a change reported there)
                 with contextlib.suppress(RuntimeError):  # the loop is closed: nobody to write it
                     self._loop.call_soon_threadsafe(self.flush)
-
-    def put(self, data: bytes) -> None:
-        """A reply a worker made (``Connection.sink``): it goes out when the worker leaves the
-        session's lane (``Lane.flush``), at once when big (coalescing saves nothing there, and the
-        reader may owe too much).  No lock: a deque's append is atomic, and ``flush`` takes the
-        items one by one."""
-        pending = self._pending
-        pending.append(data)
-        if len(pending) >= FLUSH_COUNT or len(data) >= FLUSH_SIZE:
-            self.flush()
 
     def flush(self) -> None:
         """Hand what waits to the transport, in one write (from any thread); hold the session when

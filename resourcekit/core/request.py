@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 __all__ = ["Batch", "Request", "Send", "Sink", "Watch"]
 
 log = logging.getLogger("resourcekit")
+# bytes: a reply a worker hands to the session's sink this big goes out at once (its lane's flush),
+# not with the worker's others when it leaves the lane
+BIG_REPLY = 256 * 1024
 
 #: where messages for a client go: a JSON-RPC message (a dict, or a list for a batch), or a
 #: successful response already encoded as one JSON line (``bytes``)
@@ -194,7 +197,8 @@ class Request:
 
     def run(self) -> Any:
         """In a worker: call the handler and make the reply; hand it on from here to the session's
-        ``sink`` when it has one, else return it for ``done`` on the loop."""
+        ``sink`` when it has one (written with the worker's others for the session, a big one at
+        once), else return it for ``done`` on the loop."""
         if self.cancelled:
             return QUIET  # cancelled while it waited for a worker: nobody wants it
         kwargs = self.kwargs
@@ -207,6 +211,10 @@ class Request:
         sink = self.sink
         if sink is not None:
             self.answer(data, None, sink)
+            if len(data) >= BIG_REPLY:  # coalescing saves nothing there, and the reader may owe too much
+                flush = self.conn.lane.flush
+                if flush is not None:
+                    flush()
             return QUIET
         return data
 
