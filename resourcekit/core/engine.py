@@ -54,6 +54,7 @@ __all__ = ["Connection"]
 
 log = logging.getLogger("resourcekit")
 _NO_ID: Any = object()  # a message without an id: a notification
+_new = object.__new__  # a Request's (its fields stored by the engine: a type call to __init__ costs more)
 
 
 class Connection:
@@ -119,23 +120,12 @@ class Connection:
     # --- input ---------------------------------------------------------------------------------
 
     def feed_lines(self, lines: Iterable[bytes]) -> None:
-        """``feed`` each line of a block of input that is not blank (``feed``, inlined); the jobs
-        the block made reach the runner together, at its end."""
+        """Each line of a block of input, in order (``_receive_block``); the jobs the block made
+        reach the runner together, at its end."""
         runner = self.runner
         publish = runner.defer()
         try:
-            loads, send, sink, receive_one = orjson.loads, self.send, self.sink, self._receive_one
-            for line in lines:
-                try:
-                    message = loads(line)
-                except orjson.JSONDecodeError as exc:
-                    if line and not line.isspace():  # a blank line is no message
-                        send(error_response(None, ParseError(f"Parse error: {exc}")))
-                    continue
-                if type(message) is dict and not self.held:
-                    receive_one(message, send, sink)
-                else:
-                    self.receive(message)
+            self._receive_block(lines, None)
         finally:
             if publish:
                 runner.publish()
@@ -155,68 +145,94 @@ class Connection:
             self.waiting.append((message, reply))
             return
         if type(message) is dict:
-            self._receive_one(message, reply or self.send, None if reply else self.sink)
+            self._receive_block((message,), reply)
         elif type(message) is list:
             self._receive_batch(message, reply or self.send)
         else:
             (reply or self.send)(error_response(None, InvalidRequest("Invalid Request: expected a JSON object")))
 
-    def _receive_one(self, msg: dict[str, Any], reply: Send, sink: Sink | None = None) -> None:
-        """The envelope checks, once, then the plan's step for the method (``sink``: where a
-        worker hands the reply on itself, when ``reply`` is the session's ``send``)."""
-        method = msg.get("method")
-        rid = msg.get("id", _NO_ID)
-        if type(method) is not str or msg.get("jsonrpc") != "2.0":
-            self._not_a_request(msg, method, reply)
-            return
-        params = msg.get("params")
-        if rid is _NO_ID:
-            if params is None or type(params) is dict:
-                self._notification(method, params or {})
-            return  # a receiver never answers a notification, even a bad one
-        if type(rid) is not int and type(rid) is not str:
-            reply(error_response(None, InvalidRequest("Invalid Request: id must be a string or integer")))
-            return
-        traced = None
-        if self.traced and telemetry.ON:  # a flag until a provider is configured (Server._probe)
-            reply = traced = telemetry.Traced(self, rid, method, params, reply)
-            sink = None  # through the span: it ends with the reply
-        if type(params) is not dict:
-            if params is not None:
-                reply(error_response(rid, InvalidParams("Invalid params: expected an object")))
-                return
-            params = {}
-        inflight = self.inflight
-        request = None
-        try:
-            if "_meta" in params and type(meta := params["_meta"]) is dict and META_PROTOCOL_VERSION in meta:
-                profile = self._modern_profile(meta)
+    def _receive_block(self, items: Iterable[Any], reply: Send | None, waits: bool = True) -> None:
+        """Each message of a block, in order (a line of input decoded first; a blank one is no
+        message): the envelope checks, once, here, then the step its profile's plan has for the
+        method.  ``reply``: where the answers go (None: the session's ``send``, and a worker hands
+        the reply it made to the session's ``sink`` itself).  ``waits``: a message waits while the
+        session is held (``hold``), but a batch's members are handled together."""
+        send = reply or self.send
+        sink = None if reply else self.sink
+        inflight, max_inflight, traced, loads, new = self.inflight, self._max_inflight, self.traced, orjson.loads, _new
+        for msg in items:
+            if type(msg) is bytes:
+                try:
+                    msg = loads(msg)
+                except orjson.JSONDecodeError as exc:
+                    if msg and not msg.isspace():  # a blank line is no message
+                        send(error_response(None, ParseError(f"Parse error: {exc}")))
+                    continue
+            if type(msg) is not dict or self.held and waits:
+                self.receive(msg, reply)  # a batch, no message at all, or one that waits
+                continue
+            method = msg.get("method")
+            rid = msg.get("id", _NO_ID)
+            if type(method) is not str or msg.get("jsonrpc") != "2.0":
+                self._not_a_request(msg, method, send)
+                continue
+            params = msg.get("params")
+            if rid is _NO_ID:
+                if params is None or type(params) is dict:
+                    self._notification(method, params or {})
+                continue  # a receiver never answers a notification, even a bad one
+            if type(rid) is not int and type(rid) is not str:
+                send(error_response(None, InvalidRequest("Invalid Request: id must be a string or integer")))
+                continue
+            answer, answer_sink, spanned = send, sink, None
+            if traced and telemetry.ON:  # a flag until a provider is configured (Server._probe)
+                answer = spanned = telemetry.Traced(self, rid, method, params, send)
+                answer_sink = None  # through the span: it ends with the reply
+            if type(params) is not dict:
+                if params is not None:
+                    answer(error_response(rid, InvalidParams("Invalid params: expected an object")))
+                    continue
+                params = {}
+            request = None
+            try:
+                if "_meta" in params and type(meta := params["_meta"]) is dict and META_PROTOCOL_VERSION in meta:
+                    profile = self._modern_profile(meta)
+                else:
+                    if self.protocol_version is None:
+                        self._before_initialize(method)
+                    profile = self.profile
+                request = new(Request)  # its fields (see ``Request``), stored here
+                request.conn = self
+                request.id = rid
+                request.method = method
+                request.params = params
+                request.profile = profile
+                request.reply = answer
+                request.sink = answer_sink
+                request.principal = self.principal
+                request.cancelled = False
+                request.watch = None
+                step = profile.plan.get(method)
+                if step is None:
+                    raise MethodNotFound(f"Method not found: {method}", {"method": method})
+                if rid in inflight:
+                    raise InvalidRequest(f"Invalid Request: id {rid!r} is already in flight")
+                if len(inflight) >= max_inflight and method != "ping":
+                    raise LimitExceeded("max_inflight", max_inflight,
+                                        "Server busy: too many requests in flight on this connection", code=-32603)
+                inflight[rid] = request
+                outcome = step(request)
+            except Exception as exc:
+                self._refused(rid, method, params, request, answer, exc)
+                continue
+            if outcome is PENDING:
+                continue
+            if type(outcome) is dict:
+                request.respond(outcome)
             else:
-                if self.protocol_version is None:
-                    self._before_initialize(method)
-                profile = self.profile
-            request = Request(self, rid, method, params, profile, reply, sink)
-            step = profile.plan.get(method)
-            if step is None:
-                raise MethodNotFound(f"Method not found: {method}", {"method": method})
-            if rid in inflight:
-                raise InvalidRequest(f"Invalid Request: id {rid!r} is already in flight")
-            if len(inflight) >= self._max_inflight and method != "ping":
-                raise LimitExceeded("max_inflight", self._max_inflight,
-                                    "Server busy: too many requests in flight on this connection", code=-32603)
-            inflight[rid] = request
-            outcome = step(request)
-        except Exception as exc:
-            self._refused(rid, method, params, request, reply, exc)
-            return
-        if outcome is PENDING:
-            return
-        if type(outcome) is dict:
-            request.respond(outcome)
-        else:
-            coro = _run(request, outcome)
-            loop = self.server.loop
-            request.task = loop.create_task(coro) if traced is None else traced.spawn(loop, coro)
+                coro = _run(request, outcome)
+                loop = self.server.loop
+                request.task = loop.create_task(coro) if spanned is None else spanned.spawn(loop, coro)
 
     def _not_a_request(self, msg: dict[str, Any], method: Any, reply: Send) -> None:
         """A message without jsonrpc '2.0' or a string method: a response of the client's to a
@@ -295,7 +311,7 @@ class Connection:
         collect = Batch(reply)
         for item in batch:
             if type(item) is dict:
-                self._receive_one(item, collect)
+                self._receive_block((item,), collect, waits=False)
             else:
                 collect(error_response(None, InvalidRequest("Invalid Request: expected a JSON object")))
         # counted, not predicted: responses and notifications in a batch get no answer

@@ -44,12 +44,25 @@ Watch = Callable[["Request", Any], None]
 
 
 class Request:
-    """One request in flight: where its answer goes, and the profile it is answered in."""
+    """One request in flight: where its answer goes, and the profile it is answered in.
+
+    Made by the engine alone (``Connection._receive_block``), one per request, its fields stored
+    there without an ``__init__`` (a type call to one costs a read a twentieth more)."""
 
     __slots__ = (
         "cancelled", "conn", "handler", "id", "kwargs", "method", "on_cancel", "params", "principal", "profile",
         "reply", "reply_of", "sink", "started", "task", "uri", "watch",
     )
+    conn: Session
+    id: Any
+    method: str
+    params: dict[str, Any]
+    profile: ProfileView  # era, version, log level, opt-ins: shared, never changed
+    reply: Send
+    sink: Sink | None  # where a worker hands its reply on itself (the session's outbox); None: through the loop
+    principal: Any  # who sent it (HTTP with auth), for resourcekit.scopes
+    cancelled: bool
+    watch: Watch | None  # an observer's (the access log)
     # a request its step handed to a worker (``run``) carries what to call: ``handler`` with ``kwargs``
     # for ``uri``, its value made the reply by ``reply_of``; set by the step (``methods.reading.serve``)
     handler: Handler
@@ -60,20 +73,6 @@ class Request:
     started: float  # by an observer that times it (the access log)
     task: asyncio.Task[Any]  # an async step's (the engine)
     on_cancel: Callable[[RequestView], None] | None  # the method's own cancellation (listen)
-
-    def __init__(self, conn: Session, rid: Any, method: str, params: dict[str, Any], profile: ProfileView,
-                 reply: Send, sink: Sink | None = None) -> None:
-        self.conn = conn
-        self.id = rid
-        self.method = method
-        self.params = params
-        self.profile = profile  # era, version, log level, opt-ins: shared, never changed
-        self.reply = reply
-        # where a worker hands its reply on itself (the session's outbox); None: through the loop
-        self.sink = sink
-        self.principal = conn.principal  # who sent it (HTTP with auth), for resourcekit.scopes
-        self.cancelled = False
-        self.watch: Watch | None = None  # an observer's (the access log)
 
     # --- the profile's ------------------------------------------------------------------------
 
