@@ -54,7 +54,6 @@ __all__ = ["Connection"]
 
 log = logging.getLogger("resourcekit")
 _NO_ID: Any = object()  # a message without an id: a notification
-_new = object.__new__  # a Request's (its fields stored by the engine: a type call to __init__ costs more)
 
 
 class Connection:
@@ -159,17 +158,21 @@ class Connection:
         session is held (``hold``), but a batch's members are handled together."""
         send = reply or self.send
         sink = None if reply else self.sink
-        inflight, max_inflight, traced, loads, new = self.inflight, self._max_inflight, self.traced, orjson.loads, _new
+        inflight, max_inflight, traced = self.inflight, self._max_inflight, self.traced
         for msg in items:
-            if type(msg) is bytes:
-                try:
-                    msg = loads(msg)
-                except orjson.JSONDecodeError as exc:
-                    if msg and not msg.isspace():  # a blank line is no message
-                        send(error_response(None, ParseError(f"Parse error: {exc}")))
+            if type(msg) is not dict:
+                if type(msg) is bytes:  # a line of input
+                    try:
+                        msg = orjson.loads(msg)
+                    except orjson.JSONDecodeError as exc:
+                        if msg and not msg.isspace():  # a blank line is no message
+                            send(error_response(None, ParseError(f"Parse error: {exc}")))
+                        continue
+                if type(msg) is not dict:
+                    self.receive(msg, reply)  # a batch, or no message at all
                     continue
-            if type(msg) is not dict or self.held and waits:
-                self.receive(msg, reply)  # a batch, no message at all, or one that waits
+            if self.held and waits:
+                self.receive(msg, reply)  # it waits
                 continue
             method = msg.get("method")
             rid = msg.get("id", _NO_ID)
@@ -201,7 +204,7 @@ class Connection:
                     if self.protocol_version is None:
                         self._before_initialize(method)
                     profile = self.profile
-                request = new(Request)  # its fields (see ``Request``), stored here
+                request = Request()  # its fields (see ``Request``), stored here
                 request.conn = self
                 request.id = rid
                 request.method = method

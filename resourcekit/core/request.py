@@ -47,7 +47,8 @@ class Request:
     """One request in flight: where its answer goes, and the profile it is answered in.
 
     Made by the engine alone (``Connection._receive_block``), one per request, its fields stored
-    there without an ``__init__`` (a type call to one costs a read a twentieth more)."""
+    there: with no ``__init__`` of its own, making one is a C call (a Python ``__init__`` cost a
+    small read a twentieth more)."""
 
     __slots__ = (
         "cancelled", "conn", "handler", "id", "kwargs", "method", "on_cancel", "params", "principal", "profile",
