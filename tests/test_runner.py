@@ -194,3 +194,21 @@ async def test_a_held_lanes_jobs_are_not_taken_until_it_is_released() -> None:
         assert await asyncio.wait_for(waiting, 2) == "held"
     finally:
         runner.close()
+
+
+async def test_a_worker_that_keeps_serving_one_lane_flushes_it_as_it_goes() -> None:
+    # a long pipeline of one session: its replies go out every FLUSH_EVERY jobs, not once at its end
+    from resourcekit._runner import FLUSH_EVERY, Lane, ThreadRunner
+
+    runner = ThreadRunner(asyncio.get_running_loop(), max_workers=1)
+    ran: list[int] = []
+    flushed_at: list[int] = []
+    lane = Lane(lambda: flushed_at.append(len(ran)))
+    try:
+        total = FLUSH_EVERY * 4
+        await asyncio.gather(*[runner.call(lambda n=n: ran.append(n), lane) for n in range(total)])
+        assert ran == list(range(total))
+        early = [n for n in flushed_at if n < total]
+        assert len(early) >= 3 and all(n >= FLUSH_EVERY for n in early), flushed_at
+    finally:
+        runner.close()
