@@ -17,7 +17,18 @@ from ...core import Connection
 from ...methods.streaming import ByteStream
 from ._headers import Headers, HTTPError, Receive, Send, respond
 from ._sessions import Session
-from ._sse import CANCELLED, ENDED, PRIMING_VERSION, Inbox, OpenStreams, Stream, plain_event, sse_headers, write
+from ._sse import (
+    CANCELLED,
+    ENDED,
+    PRIMING_VERSION,
+    BoundedInbox,
+    Inbox,
+    OpenStreams,
+    Stream,
+    plain_event,
+    sse_headers,
+    write,
+)
 
 log = logging.getLogger("resourcekit")
 
@@ -85,7 +96,7 @@ async def answer_stream(
         if stream is not None and conn.protocol_version == PRIMING_VERSION:
             await write(send, stream.priming())
         relay = _relay(first, inbox, receive, send, watch, stream, streams.keepalive)
-        if not inbox.limit:
+        if type(inbox) is not BoundedInbox:  # (a listen stream's is: it may overflow)
             await relay
             return
         pump = asyncio.ensure_future(relay)

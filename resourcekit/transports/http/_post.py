@@ -59,7 +59,7 @@ from ._headers import (
     respond_json,
     status_of,
 )
-from ._sse import CANCELLED, ENDED, Inbox
+from ._sse import CANCELLED, ENDED, BoundedInbox, Inbox
 
 if TYPE_CHECKING:
     from ...core import Server
@@ -203,18 +203,17 @@ async def post(endpoint: Endpoint, scope: Scope, receive: Receive, send: Send, m
             conn = session.conn
         sink = sink_for(message, endpoint.byte_streams, headers)
         try:  # the exchange (in this coroutine: each level is paid again on every resumption)
-            inbox = Inbox(bound)
+            inbox = BoundedInbox(bound) if bound else Inbox()
             conn.principal = principal  # the requests made here copy it (the core is synchronous up to them)
             if sink is None:
                 conn.receive(message, inbox.put)
             else:
                 sink.put = inbox.put
                 conn.receive(message, sink)
-            items = inbox.items
             # ``request_ids``, inlined for the common body
             ids = ([message["id"]] if "method" in message and "id" in message else []) if type(message) is dict \
                 else request_ids(message)
-            if not items:  # (an id that cannot be in flight, a list say, was answered: items are there)
+            if not inbox:  # (an id that cannot be in flight, a list say, was answered: items are there)
                 inflight = conn.inflight
                 for rid in ids:
                     if rid in inflight:
@@ -229,17 +228,17 @@ async def post(endpoint: Endpoint, scope: Scope, receive: Receive, send: Send, m
                 session.waiting[inbox] = ids
             try:
                 json_ok, sse_ok = accepted if sink is None else (True, False)  # bytes, else an error as JSON
-                if items:
-                    first = inbox.pop()
+                if inbox:
+                    first = inbox.popleft()
                 elif watch:  # the client is watched once the answer takes a while: most come sooner
                     waiter = inbox.wait()
                     wake_later(waiter)
                     await waiter
-                    first = inbox.pop() if items else await inbox.next(receive, True)
+                    first = inbox.popleft() if inbox else await inbox.next(receive, True)
                 else:  # nothing but the core wakes this inbox: ``next`` without its loop
-                    while not items:
+                    while not inbox:
                         await inbox.wait()
-                    first = inbox.pop()
+                    first = inbox.popleft()
                 if not sse_ok:  # a JSON-only client: request-scoped notifications cannot reach it
                     while first is not None and first is not CANCELLED and first is not ENDED and not is_final(first):
                         first = await inbox.next(receive, watch)
