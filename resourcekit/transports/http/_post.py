@@ -32,7 +32,7 @@ from ...core.plan import STATELESS
 from ...errors import InvalidRequest, MCPError, ParseError
 from ...methods.streaming import ByteStream
 from ...revisions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION
-from ._bytes import send_bytes, sink_for
+from ._bytes import PostSink, send_bytes
 from ._exchange import answer_stream, is_final, issued, request_ids, unanswered, wake_later
 from ._gate import with_cors
 from ._headers import (
@@ -157,11 +157,13 @@ async def post(endpoint: Endpoint, scope: Scope, receive: Receive, send: Send, m
         session: Session | None = None
         issue_session = watch = False
         bound = 0
+        method = None
         if type(message) is dict:
+            method = message.get("method")
             params = message.get("params")
             meta = params.get("_meta") if type(params) is dict else None
             modern = version in MODERN_HEADERS or (type(meta) is dict and META_PROTOCOL_VERSION in meta)
-            issue_session = not modern and message.get("method") == "initialize" and "id" in message
+            issue_session = not modern and method == "initialize" and "id" in message
         else:
             modern = version in MODERN_HEADERS
         if modern:  # 2026-07-28: a connection of its own, watched for a disconnect
@@ -171,7 +173,7 @@ async def post(endpoint: Endpoint, scope: Scope, receive: Receive, send: Send, m
                 rid = message.get("id") if isinstance(message, dict) else None
                 await respond_json(out, 400, error_response(rid, exc, STATELESS))
                 return
-            listen = message.get("method") == "subscriptions/listen"
+            listen = method == "subscriptions/listen"
             if not accepted[1] and listen:
                 raise HTTPError(406, "subscriptions/listen answers with a stream: Accept must list text/event-stream")
             conn = endpoint.server.connect(_discard, stateless=True)
@@ -201,7 +203,8 @@ async def post(endpoint: Endpoint, scope: Scope, receive: Receive, send: Send, m
         if session is not None:
             assert session.conn is not None
             conn = session.conn
-        sink = sink_for(message, endpoint.byte_streams, headers)
+        # a body that is one resources/stream request: answered with the resource's bytes (``_bytes``)
+        sink = PostSink(endpoint.byte_streams, headers) if method == "resources/stream" and "id" in message else None
         try:  # the exchange (in this coroutine: each level is paid again on every resumption)
             inbox = BoundedInbox(bound) if bound else Inbox()
             conn.principal = principal  # the requests made here copy it (the core is synchronous up to them)
