@@ -245,22 +245,24 @@ async def post(endpoint: Endpoint, scope: Scope, receive: Receive, send: Send, m
                 if not sse_ok:  # a JSON-only client: request-scoped notifications cannot reach it
                     while first is not None and first is not CANCELLED and first is not ENDED and not is_final(first):
                         first = await inbox.next(receive, watch)
-                if first is None:
+                if type(first) is bytes:  # the common answer, encoded by the core: 200, one JSON body
+                    status = 200
+                elif first is None:
                     return  # the client went away (the request is cancelled below)
-                if first is CANCELLED or first is ENDED:
+                elif first is CANCELLED or first is ENDED:
                     await unanswered(out, first, sse_ok)
                     return
-                if type(first) is ByteStream:
+                elif type(first) is ByteStream:
                     assert sink is not None
                     await send_bytes(first, sink, inbox, receive, out, conn)
                     return
-                # the common answer, encoded by the core (or a result): 200, one JSON body
-                if type(first) is bytes or (type(first) is dict and "result" in first and "id" in first):
+                elif type(first) is dict and "result" in first and "id" in first:
                     status = 200
                 else:
                     status = status_of(first, conn) if is_final(first) else 0
                 if status and (json_ok or status != 200):  # an HTTP-level error is JSON whatever Accept says
-                    body = encode(first)  # an unencodable result: its -32603
+                    # ``encode`` (an unencodable result: its -32603), inlined for a JSON line the core encoded
+                    body = (first[:-1] if first[-1:] == b"\n" else first) if type(first) is bytes else encode(first)
                     size = len(body)
                     response = [JSON_TYPE, LENGTHS.get(size) or content_length(size)]
                     if issue_session:
