@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from asyncio import get_running_loop
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import orjson
@@ -239,8 +240,9 @@ async def post(endpoint: Endpoint, scope: Scope, receive: Receive, send: Send, m
                     await waiter
                     first = inbox.popleft() if inbox else await inbox.next(receive, True)
                 else:  # nothing but the core wakes this inbox: ``next`` without its loop
-                    while not inbox:
-                        await inbox.wait()
+                    while not inbox:  # (``inbox.wait``, inlined: nothing came since this test)
+                        inbox.waiter = waiter = get_running_loop().create_future()
+                        await waiter
                     first = inbox.popleft()
                 if not sse_ok:  # a JSON-only client: request-scoped notifications cannot reach it
                     while first is not None and first is not CANCELLED and first is not ENDED and not is_final(first):
