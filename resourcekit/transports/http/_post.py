@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from asyncio import get_running_loop
+from time import monotonic
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import orjson
@@ -192,8 +193,18 @@ async def post(endpoint: Endpoint, scope: Scope, receive: Receive, send: Send, m
                     f"2026-07-28 request with _meta['{META_PROTOCOL_VERSION}'])")))
                 return
             shared = endpoint.shared
-            session = endpoint.sessions.lookup(sid.decode("latin-1"), principal) if shared is None else \
-                await shared.find(sid.decode("latin-1"), principal, endpoint.server.connect)
+            if shared is None:
+                sessions, name = endpoint.sessions, sid.decode("latin-1")
+                session = sessions.get(name)  # ``sessions.lookup``, inlined for a live session of nobody's
+                now = monotonic()
+                if session is None or session.principal is not None or principal is not None \
+                        or now - session.last_seen > sessions.limits.idle_timeout:
+                    session = sessions.lookup(name, principal)  # 404, the end of an idle session, or a principal's
+                else:
+                    session.last_seen = now
+                    sessions.move_to_end(name)
+            else:
+                session = await shared.find(sid.decode("latin-1"), principal, endpoint.server.connect)
             if version is not None and version not in HANDSHAKE_HEADERS:
                 await respond_json(out, 400, error_response(None, InvalidRequest(
                     f"Bad Request: unsupported MCP-Protocol-Version {version.decode('latin-1')!r}",
