@@ -149,7 +149,7 @@ async def test_stalled_get_stream_queues_one_update_per_uri(served) -> None:
         session_.deliver({"jsonrpc": "2.0", "method": "notifications/resources/updated",
                           "params": {"uri": "counter://value"}})
         session_.deliver({"jsonrpc": "2.0", "method": "notifications/resources/list_changed"})
-    assert len(session_.listener.items) == 2
+    assert len(session_.listener) == 2
     stream.task.cancel()
 
 
@@ -168,7 +168,7 @@ async def test_stream_that_cannot_keep_up_is_closed_with_a_warning(served, caplo
     assert any("GET stream closed" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
     for i in range(100):  # with no stream open, the session's buffer is bounded too
         session_.deliver({"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": i}})
-    assert len(session_.outbox.items) <= 10
+    assert len(session_.outbox) <= 10
 
 
 async def test_stalled_listen_stream_coalesces_then_closes(served, caplog) -> None:

@@ -12,9 +12,9 @@ One module per concern, each importing only those listed after it:
 - ``serve``: ``run_http``, uvicorn and reloading.
 - ``_uvicorn``: uvicorn's httptools protocol with header sections bounded in size and time.
 - ``asgi``: ``ASGIApp``, which routes a request through the others.
-- ``_post``: a POST to the endpoint (``ASGIApp.__call__``), admitted and parsed in one coroutine
-  down to the exchange.
-- ``_exchange``: one POST body in, nothing, one JSON body or an SSE stream out.
+- ``_post``: a POST to the endpoint (``ASGIApp.__call__``), admitted, parsed and exchanged (one
+  body in; nothing, one JSON body or an SSE stream out) in one coroutine.
+- ``_exchange``: an exchange's SSE stream, its unanswered requests, its disconnect watch.
 - ``_sessions``: handshake-era sessions, their table, expiry.
 - ``_sse``: event encoding, the inbox a response waits on, resumable streams.
 - ``_gate``: Host and Origin checks, CORS, the ``auth`` hook.

@@ -59,13 +59,6 @@ class PostSink(StreamSink):
         self.if_range = headers.get(b"if-range")
 
 
-def sink_for(message: Any, slots: Slots, headers: Mapping[bytes, bytes]) -> PostSink | None:
-    """A ``PostSink`` when the POST's body is one ``resources/stream`` request, else None."""
-    if type(message) is dict and message.get("method") == "resources/stream" and "id" in message:
-        return PostSink(slots, headers)
-    return None
-
-
 def header_text(value: str) -> bytes:
     """A header value from text a client may have chosen (a URI): as it is when it is printable
     ASCII, else ``=?base64?…?=`` of its UTF-8 (the form 2026-07-28's ``Mcp-Name`` takes)."""

@@ -1,16 +1,30 @@
 """POST to the MCP endpoint: admission, the body, then the exchange of its era.
 
 The path of every request a client makes after ``initialize``, so it runs as one coroutine
-down to ``exchange`` (each coroutine level is paid again on every resumption): checks that
-need no I/O are plain functions, the header values are compared as bytes where they come
-in, and the Host/Origin verdict is cached per distinct header values (``ASGIApp.admit``).
+down to the answer, the exchange included (each coroutine level is paid again on every
+resumption): checks that need no I/O are plain functions, the header values are compared as
+bytes where they come in, and the Host/Origin verdict is cached per distinct header values
+(``ASGIApp.admit``).
+
+The exchange hands the body to the core and sends back what it answers. What goes back is
+decided by what the core answers, never by the method: nothing at all means a notification or
+a response (202); a final message first means one JSON body; a notification first (log
+messages, a listen acknowledgement) means an SSE stream that lasts until the final message
+(``_exchange``).  A 2026-07-28 request has a connection of its own, and a disconnect of its
+client cancels it (noticed from ``_exchange.WATCH_AFTER`` seconds on, a request answered
+sooner runs to its end); in the handshake era a disconnect does not (the client cancels with
+notifications/cancelled), so nobody listens.  A ``subscriptions/listen`` stream queues at most
+``max_pending_notifications`` notifications for a client that does not read them; past it the
+stream is closed.  A body that is one ``resources/stream`` request is answered with the
+resource's bytes, or with its JSON-RPC error as one JSON body (``_bytes``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Coroutine
+from asyncio import get_running_loop
+from time import monotonic
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import orjson
@@ -18,12 +32,15 @@ import orjson
 from ...core import error_response
 from ...core.plan import STATELESS
 from ...errors import InvalidRequest, MCPError, ParseError
+from ...methods.streaming import ByteStream
 from ...revisions import HANDSHAKE_VERSIONS, META_PROTOCOL_VERSION
-from ._bytes import sink_for
-from ._exchange import exchange
+from ._bytes import PostSink, send_bytes
+from ._exchange import answer_stream, is_final, issued, request_ids, unanswered, wake_later
 from ._gate import with_cors
 from ._headers import (
     HANDSHAKE_HEADERS,
+    JSON_TYPE,
+    LENGTHS,
     MODERN_HEADERS,
     SESSION_HEADER,
     VERSION_HEADER,
@@ -34,12 +51,17 @@ from ._headers import (
     Send,
     check_length,
     check_modern_headers,
+    content_length,
+    encode,
     error_body,
+    forbidden_headers,
     post_accepts,
     read_rest,
     respond,
     respond_json,
+    status_of,
 )
+from ._sse import CANCELLED, ENDED, BoundedInbox, Inbox
 
 if TYPE_CHECKING:
     from ...core import Server
@@ -47,7 +69,7 @@ if TYPE_CHECKING:
     from ...methods.streaming import Slots
     from ._gate import Authorize
     from ._redis_sessions import SharedSessions
-    from ._sessions import SessionTable
+    from ._sessions import Session, SessionTable
     from ._sse import OpenStreams
 
 __all__ = ["Endpoint", "post", "refuse"]
@@ -90,7 +112,7 @@ log = logging.getLogger("resourcekit")
 
 
 async def post(endpoint: Endpoint, scope: Scope, receive: Receive, send: Send, mounted: bool = False) -> None:
-    """``ASGIApp.__call__``: a POST to the endpoint is served here, down to the exchange; any
+    """``ASGIApp.__call__``: a POST to the endpoint is served here, its exchange included; any
     other request goes to ``ASGIApp.route``.
     ``mounted``: a POST that ``route`` found (the app is mounted under a root path)."""
     # (an http scope always has its method and path: ASGI requires them)
@@ -134,37 +156,148 @@ async def post(endpoint: Endpoint, scope: Scope, receive: Receive, send: Send, m
             await respond_json(out, 400, error_response(None, ParseError(f"Parse error: {exc}")))
             return
         version = headers.get(VERSION_HEADER)
+        session: Session | None = None
+        issue_session = watch = False
+        bound = 0
+        method = None
         if type(message) is dict:
+            method = message.get("method")
             params = message.get("params")
             meta = params.get("_meta") if type(params) is dict else None
-            if version in MODERN_HEADERS or (type(meta) is dict and META_PROTOCOL_VERSION in meta):  # 2026-07-28
-                await _post_modern(endpoint, message, headers, receive, out, accepted, principal)
+            modern = version in MODERN_HEADERS or (type(meta) is dict and META_PROTOCOL_VERSION in meta)
+            issue_session = not modern and method == "initialize" and "id" in message
+        else:
+            modern = version in MODERN_HEADERS
+        if modern:  # 2026-07-28: a connection of its own, watched for a disconnect
+            try:
+                check_modern_headers(message, headers)
+            except MCPError as exc:
+                rid = message.get("id") if isinstance(message, dict) else None
+                await respond_json(out, 400, error_response(rid, exc, STATELESS))
                 return
-            if message.get("method") == "initialize" and "id" in message:
-                await _initialize(endpoint, message, receive, out, accepted, principal)
+            listen = method == "subscriptions/listen"
+            if not accepted[1] and listen:
+                raise HTTPError(406, "subscriptions/listen answers with a stream: Accept must list text/event-stream")
+            conn = endpoint.server.connect(_discard, stateless=True)
+            watch = True
+            bound = endpoint.limits.max_pending_notifications if listen else 0
+        elif issue_session:
+            session = endpoint.sessions.create(endpoint.server.connect, principal)
+            if endpoint.shared is not None:
+                out = endpoint.shared.storing(session, out)
+        else:
+            sid = headers.get(SESSION_HEADER)
+            if not sid:
+                await respond_json(out, 400, error_response(None, InvalidRequest(
+                    "Bad Request: Mcp-Session-Id header is required (initialize first, or send a "
+                    f"2026-07-28 request with _meta['{META_PROTOCOL_VERSION}'])")))
                 return
-        elif version in MODERN_HEADERS:
-            await _post_modern(endpoint, message, headers, receive, out, accepted, principal)
-            return
-        sid = headers.get(SESSION_HEADER)
-        if not sid:
-            await respond_json(out, 400, error_response(None, InvalidRequest(
-                "Bad Request: Mcp-Session-Id header is required (initialize first, or send a "
-                f"2026-07-28 request with _meta['{META_PROTOCOL_VERSION}'])")))
-            return
-        shared = endpoint.shared
-        session = endpoint.sessions.lookup(sid.decode("latin-1"), principal) if shared is None else \
-            await shared.find(sid.decode("latin-1"), principal, endpoint.server.connect)
-        if version is not None and version not in HANDSHAKE_HEADERS:
-            await respond_json(out, 400, error_response(None, InvalidRequest(
-                f"Bad Request: unsupported MCP-Protocol-Version {version.decode('latin-1')!r}",
-                {"supported": list(HANDSHAKE_VERSIONS)})))
-            return
-        assert session.conn is not None
-        if shared is not None:
-            out = shared.prepare(session, message, out)
-        await exchange(session.conn, message, receive, out, accepted, endpoint.streams, session=session,
-                       principal=principal, sink=sink_for(message, endpoint.byte_streams, headers))
+            shared = endpoint.shared
+            if shared is None:
+                sessions, name = endpoint.sessions, sid.decode("latin-1")
+                session = sessions.get(name)  # ``sessions.lookup``, inlined for a live session of nobody's
+                now = monotonic()
+                if session is None or session.principal is not None or principal is not None \
+                        or now - session.last_seen > sessions.limits.idle_timeout:
+                    session = sessions.lookup(name, principal)  # 404, the end of an idle session, or a principal's
+                else:
+                    session.last_seen = now
+                    sessions.move_to_end(name)
+            else:
+                session = await shared.find(sid.decode("latin-1"), principal, endpoint.server.connect)
+            if version is not None and version not in HANDSHAKE_HEADERS:
+                await respond_json(out, 400, error_response(None, InvalidRequest(
+                    f"Bad Request: unsupported MCP-Protocol-Version {version.decode('latin-1')!r}",
+                    {"supported": list(HANDSHAKE_VERSIONS)})))
+                return
+            if shared is not None:
+                out = shared.prepare(session, message, out)
+        if session is not None:
+            assert session.conn is not None
+            conn = session.conn
+        # a body that is one resources/stream request: answered with the resource's bytes (``_bytes``)
+        sink = PostSink(endpoint.byte_streams, headers) if method == "resources/stream" and "id" in message else None
+        try:  # the exchange (in this coroutine: each level is paid again on every resumption)
+            inbox = BoundedInbox(bound) if bound else Inbox()
+            conn.principal = principal  # the requests made here copy it (the core is synchronous up to them)
+            if sink is None:
+                conn.receive(message, inbox.put)
+            else:
+                sink.put = inbox.put
+                conn.receive(message, sink)
+            # ``request_ids``, inlined for the common body
+            ids = ([message["id"]] if "method" in message and "id" in message else []) if type(message) is dict \
+                else request_ids(message)
+            if not inbox:  # (an id that cannot be in flight, a list say, was answered: items are there)
+                inflight = conn.inflight
+                for rid in ids:
+                    if rid in inflight:
+                        break
+                else:  # a notification or a response: nothing will follow
+                    await out({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
+                    await out({"type": "http.response.body", "body": b""})
+                    if session is not None:
+                        session.wake_cancelled()
+                    return
+            if session is not None:
+                session.waiting[inbox] = ids
+            try:
+                json_ok, sse_ok = accepted if sink is None else (True, False)  # bytes, else an error as JSON
+                if inbox:
+                    first = inbox.popleft()
+                elif watch:  # the client is watched once the answer takes a while: most come sooner
+                    waiter = inbox.wait()
+                    wake_later(waiter)
+                    await waiter
+                    first = inbox.popleft() if inbox else await inbox.next(receive, True)
+                else:  # nothing but the core wakes this inbox: ``next`` without its loop
+                    while not inbox:  # (``inbox.wait``, inlined: nothing came since this test)
+                        inbox.waiter = waiter = get_running_loop().create_future()
+                        await waiter
+                    first = inbox.popleft()
+                if not sse_ok:  # a JSON-only client: request-scoped notifications cannot reach it
+                    while first is not None and first is not CANCELLED and first is not ENDED and not is_final(first):
+                        first = await inbox.next(receive, watch)
+                if type(first) is bytes:  # the common answer, encoded by the core: 200, one JSON body
+                    status = 200
+                elif first is None:
+                    return  # the client went away (the request is cancelled below)
+                elif first is CANCELLED or first is ENDED:
+                    await unanswered(out, first, sse_ok)
+                    return
+                elif type(first) is ByteStream:
+                    assert sink is not None
+                    await send_bytes(first, sink, inbox, receive, out, conn)
+                    return
+                elif type(first) is dict and "result" in first and "id" in first:
+                    status = 200
+                else:
+                    status = status_of(first, conn) if is_final(first) else 0
+                if status and (json_ok or status != 200):  # an HTTP-level error is JSON whatever Accept says
+                    # ``encode`` (an unencodable result: its -32603), inlined for a JSON line the core encoded
+                    body = (first[:-1] if first[-1:] == b"\n" else first) if type(first) is bytes else encode(first)
+                    size = len(body)
+                    response = [JSON_TYPE, LENGTHS.get(size) or content_length(size)]
+                    if issue_session:
+                        response.extend(issued(session, conn))
+                    if status == 403:
+                        response.extend(forbidden_headers(first, principal))
+                    await out({"type": "http.response.start", "status": status, "headers": response})
+                    await out({"type": "http.response.body", "body": body})
+                else:  # notifications come first (or the client takes nothing but SSE)
+                    await answer_stream(conn, first, inbox, receive, out, ids, watch, session,
+                                        issued(session, conn) if issue_session else [], endpoint.streams)
+            finally:
+                if sink is not None:
+                    sink.finish()
+                inbox.stop_watching()
+                if session is not None:
+                    session.waiting.pop(inbox, None)
+                elif conn.inflight:  # a stateless request left behind (disconnect, error): cancel it
+                    conn.close()
+        finally:
+            if issue_session and conn.protocol_version is None:  # initialize failed: no session
+                endpoint.sessions.end(session)  # type: ignore[arg-type]
     except Exception as exc:
         await refuse(scope, cors, exc)
 
@@ -177,39 +310,6 @@ async def refuse(scope: Scope, send: Send, exc: Exception) -> None:
     log.error("error serving %s %s", scope.get("method"), scope.get("path"), exc_info=exc)
     with contextlib.suppress(Exception):  # the response may have started already
         await respond(send, 500, error_body(500, "Internal error"))
-
-
-def _post_modern(endpoint: Endpoint, message: Any, headers: dict[bytes, bytes], receive: Receive, send: Send,
-                 accepted: tuple[bool, bool], principal: Any) -> Coroutine[Any, Any, None]:
-    """A 2026-07-28 POST: what ``post`` awaits (a plain function, so that each resumption of the
-    exchange passes one coroutine less)."""
-    try:
-        check_modern_headers(message, headers)
-    except MCPError as exc:
-        rid = message.get("id") if isinstance(message, dict) else None
-        return respond_json(send, 400, error_response(rid, exc, STATELESS))
-    listen = message.get("method") == "subscriptions/listen"
-    if not accepted[1] and listen:
-        raise HTTPError(406, "subscriptions/listen answers with a stream: Accept must list text/event-stream")
-    conn = endpoint.server.connect(_discard, stateless=True)
-    bound = endpoint.limits.max_pending_notifications if listen else 0
-    return exchange(conn, message, receive, send, accepted, endpoint.streams, watch=True, bound=bound,
-                    principal=principal, sink=sink_for(message, endpoint.byte_streams, headers))
-
-
-async def _initialize(endpoint: Endpoint, message: dict[str, Any], receive: Receive, send: Send,
-                      accepted: tuple[bool, bool], principal: Any) -> None:
-    sessions = endpoint.sessions
-    session = sessions.create(endpoint.server.connect, principal)
-    assert session.conn is not None
-    if endpoint.shared is not None:
-        send = endpoint.shared.storing(session, send)
-    try:
-        await exchange(session.conn, message, receive, send, accepted, endpoint.streams, session=session,
-                       issue_session=True, principal=principal)
-    finally:
-        if session.conn.protocol_version is None:  # initialize failed: no session
-            sessions.end(session)
 
 
 def _discard(message: Any) -> None:

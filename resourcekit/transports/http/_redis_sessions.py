@@ -326,7 +326,7 @@ class SharedSessions(SessionTable):
                 failed = True
                 await asyncio.sleep(0.5)
                 continue
-            while len(listener.items) > 512:  # the client reads slowly: Redis keeps the rest
+            while len(listener) > 512:  # the client reads slowly: Redis keeps the rest
                 await asyncio.sleep(0.05)
 
 

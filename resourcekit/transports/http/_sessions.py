@@ -21,7 +21,7 @@ from typing import Any
 from ...core import Connection
 from ...telemetry import spans as telemetry
 from ._headers import HTTPError, is_digits
-from ._sse import CANCELLED, ENDED, Inbox, Replay, Stream
+from ._sse import CANCELLED, ENDED, BoundedInbox, Inbox, Replay, Stream
 
 log = logging.getLogger("resourcekit")
 
@@ -54,7 +54,7 @@ class Session:
         return self.replay.streams
 
     def _outbox(self) -> Inbox:
-        return Inbox(self.limits.max_pending, self._outbox_full)
+        return BoundedInbox(self.limits.max_pending, self._outbox_full)
 
     def _outbox_full(self) -> None:
         log.warning("session %s…: no GET stream reads its notifications; %d dropped", self.id[:6],
@@ -77,7 +77,7 @@ class Session:
 
     def deliver(self, message: Any) -> None:
         """The Connection's ``send``: messages not tied to a request go to the GET stream."""
-        (self.listener or self.outbox).put(message)
+        (self.outbox if self.listener is None else self.listener).put(message)
 
     def attach_listener(self, on_overflow: Callable[[], None]) -> tuple[Inbox, list[Any]]:
         """A new GET stream, and the messages it starts with (those buffered meanwhile)."""
@@ -85,7 +85,7 @@ class Session:
         if self.listener is not None:  # the newest GET stream takes over (the old one may be half-open)
             pending = self.listener.take() + pending
             self.listener.put(ENDED)
-        listener = self.listener = Inbox(self.limits.max_pending, on_overflow)
+        listener = self.listener = BoundedInbox(self.limits.max_pending, on_overflow)
         if self.conn is not None and self.conn.traced:
             self.opened = telemetry.stream_opened(self.id)
         return listener, pending
@@ -107,7 +107,7 @@ class Session:
             return
         inflight = self.conn.inflight
         for inbox, ids in self.waiting.items():
-            if not inbox.items and not any(rid in inflight for rid in ids):
+            if not inbox and not any(rid in inflight for rid in ids):
                 inbox.put(CANCELLED)
 
     def busy(self) -> bool:

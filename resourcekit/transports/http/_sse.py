@@ -29,72 +29,29 @@ CONTENT_CHANGED = "notifications/resources/content_changed"
 LIST_CHANGED = "notifications/resources/list_changed"
 
 
-class Inbox:
-    """Messages for one response, in order; cheaper than an asyncio.Queue.
+class Inbox(deque[Any]):
+    """Messages for one response, in order (the inbox is their deque); cheaper than an asyncio.Queue.
 
     ``watcher`` is the pending ``receive()`` that reports the client going away, for
     the responses that need to know (2026-07-28 requests, long-lived streams).
 
-    With a ``limit`` (GET and listen streams) the queue is bounded: an ``updated`` or
-    ``content_changed`` for a URI already queued, or a second ``list_changed``, is merged
-    into the queued one; past ``limit`` other messages the inbox *overflows*: it is
-    emptied, takes nothing more, and ``on_overflow`` is called (the stream is closed).
+    One is made per POST, so it has no ``__init__``: what it has not set yet is read from the
+    class.  An inbox is itself whatever it holds (a key of ``Session.waiting``), so it hashes
+    and compares as an object.  GET and listen streams take a ``BoundedInbox``.
     """
 
-    __slots__ = ("items", "keys", "limit", "on_overflow", "others", "overflowed", "waiter", "watcher")
+    __hash__ = object.__hash__  # type: ignore[assignment]
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
 
-    def __init__(self, limit: int = 0, on_overflow: Callable[[], None] | None = None) -> None:
-        self.items: deque[Any] = deque()
-        self.waiter: asyncio.Future[None] | None = None
-        self.watcher: asyncio.Future[dict[str, Any]] | None = None
-        self.limit = limit
-        if limit:  # what only a bounded inbox reads (one per POST is not)
-            self.keys: dict[tuple[str, ...], Any] = {}  # coalescing key -> the queued message
-            self.others = 0  # queued messages that do not coalesce
-            self.overflowed = False
-            self.on_overflow = on_overflow
+    waiter: asyncio.Future[None] | None = None
+    watcher: asyncio.Future[dict[str, Any]] | None = None
 
     def put(self, message: Any) -> None:
-        if self.limit:
-            if self.overflowed:
-                return
-            key = coalescing_key(message)
-            if key is not None:
-                queued = self.keys.get(key)
-                if queued is not None:
-                    if key[0] == CONTENT_CHANGED:
-                        queued.clear()  # nobody else holds a queued message: the newest state wins
-                        queued.update(message)
-                    return
-                self.keys[key] = message
-            elif message is not ENDED and message is not CANCELLED:
-                self.others += 1
-                if self.others > self.limit:
-                    self.overflow()
-                    return
-        self.items.append(message)
+        self.append(message)
         waiter = self.waiter  # ``wake``, inlined: every answer to a POST comes this way
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
-
-    def overflow(self) -> None:
-        self.overflowed = True
-        self.items.clear()
-        self.keys.clear()
-        self.others = 0
-        if self.on_overflow is not None:
-            self.on_overflow()
-
-    def pop(self) -> Any:
-        message = self.items.popleft()
-        if self.limit:
-            key = coalescing_key(message)
-            if key is not None:
-                if self.keys.get(key) is message:
-                    del self.keys[key]
-            elif message is not ENDED and message is not CANCELLED:
-                self.others -= 1
-        return message
 
     def wake(self, *_: object) -> None:
         waiter = self.waiter
@@ -103,17 +60,14 @@ class Inbox:
 
     def wait(self) -> asyncio.Future[None]:
         waiter = self.waiter = asyncio.get_running_loop().create_future()
-        if self.items:
+        if self:
             waiter.set_result(None)
         return waiter
 
     def take(self) -> list[Any]:
         """The messages not yet consumed (sentinels aside), removed."""
-        items = [m for m in self.items if m is not ENDED and m is not CANCELLED]
-        self.items.clear()
-        if self.limit:
-            self.keys.clear()
-            self.others = 0
+        items = [m for m in self if m is not ENDED and m is not CANCELLED]
+        self.clear()
         return items
 
     def stop_watching(self) -> None:
@@ -126,8 +80,8 @@ class Inbox:
         ``watch``: notice a disconnect. ``keepalive``: on a quiet stream, write a comment
         line there every ``every`` seconds.
         """
-        if self.items:
-            return self.pop()
+        if self:
+            return self.popleft()
         loop = asyncio.get_running_loop()
         while True:
             if watch and self.watcher is None:
@@ -137,8 +91,8 @@ class Inbox:
             await self.wait()
             if timer is not None:
                 timer.cancel()
-            if self.items:
-                return self.pop()
+            if self:
+                return self.popleft()
             watcher = self.watcher
             if watcher is not None and watcher.done():
                 self.watcher = None
@@ -147,6 +101,64 @@ class Inbox:
                 continue  # some other message: keep watching
             if keepalive is not None:
                 await keepalive({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
+
+
+class BoundedInbox(Inbox):
+    """An inbox of at most ``limit`` messages (GET and listen streams): an ``updated`` or
+    ``content_changed`` for a URI already queued, or a second ``list_changed``, is merged into
+    the queued one; past ``limit`` other messages the inbox *overflows*: it is emptied, takes
+    nothing more, and ``on_overflow`` is called (the stream is closed)."""
+
+    def __init__(self, limit: int, on_overflow: Callable[[], None] | None = None) -> None:
+        super().__init__()
+        self.limit = limit
+        self.keys: dict[tuple[str, ...], Any] = {}  # coalescing key -> the queued message
+        self.others = 0  # queued messages that do not coalesce
+        self.overflowed = False
+        self.on_overflow = on_overflow
+
+    def put(self, message: Any) -> None:
+        if self.overflowed:
+            return
+        key = coalescing_key(message)
+        if key is not None:
+            queued = self.keys.get(key)
+            if queued is not None:
+                if key[0] == CONTENT_CHANGED:
+                    queued.clear()  # nobody else holds a queued message: the newest state wins
+                    queued.update(message)
+                return
+            self.keys[key] = message
+        elif message is not ENDED and message is not CANCELLED:
+            self.others += 1
+            if self.others > self.limit:
+                self.overflow()
+                return
+        super().put(message)
+
+    def overflow(self) -> None:
+        self.overflowed = True
+        self.clear()
+        self.keys.clear()
+        self.others = 0
+        if self.on_overflow is not None:
+            self.on_overflow()
+
+    def popleft(self) -> Any:
+        message = super().popleft()
+        key = coalescing_key(message)
+        if key is not None:
+            if self.keys.get(key) is message:
+                del self.keys[key]
+        elif message is not ENDED and message is not CANCELLED:
+            self.others -= 1
+        return message
+
+    def take(self) -> list[Any]:
+        items = super().take()
+        self.keys.clear()
+        self.others = 0
+        return items
 
 
 def coalescing_key(message: Any) -> tuple[str, ...] | None:
