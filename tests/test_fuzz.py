@@ -650,7 +650,7 @@ def check_http_body(status: int, content_type: str, body: bytes, sent: str, cont
     if content_type.startswith("application/json") and body:
         payloads.append(orjson.loads(body))
     elif content_type.startswith("text/event-stream"):
-        for line in text.splitlines():
+        for line in re.split(r"\r\n|\r|\n", text):  # SSE's line ends (not splitlines': U+0085 is data)
             if line.startswith("data:") and line[5:].strip():
                 payloads.append(orjson.loads(line[5:]))
     for payload in payloads:
@@ -720,3 +720,9 @@ def test_an_unhashable_log_level_is_invalid_params(case: str) -> None:
         server.close()
         assert reply["error"]["code"] == -32602, reply
         assert "Traceback" not in server.stderr
+
+
+def test_an_sse_body_is_split_at_sse_line_ends_only() -> None:
+    # U+0085 (NEL) inside a JSON string is data, not a line end (str.splitlines would cut there)
+    body = 'event: message\ndata: {"jsonrpc":"2.0","id":0,"result":{"uri":"\u0085"}}\n\n'.encode()
+    check_http_body(200, "text/event-stream", body, "", "NEL")
