@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from asyncio import get_running_loop
-from time import monotonic
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import orjson
@@ -194,15 +192,7 @@ async def post(endpoint: Endpoint, scope: Scope, receive: Receive, send: Send, m
                 return
             shared = endpoint.shared
             if shared is None:
-                sessions, name = endpoint.sessions, sid.decode("latin-1")
-                session = sessions.get(name)  # ``sessions.lookup``, inlined for a live session of nobody's
-                now = monotonic()
-                if session is None or session.principal is not None or principal is not None \
-                        or now - session.last_seen > sessions.limits.idle_timeout:
-                    session = sessions.lookup(name, principal)  # 404, the end of an idle session, or a principal's
-                else:
-                    session.last_seen = now
-                    sessions.move_to_end(name)
+                session = endpoint.sessions.lookup(sid.decode("latin-1"), principal)
             else:
                 session = await shared.find(sid.decode("latin-1"), principal, endpoint.server.connect)
             if version is not None and version not in HANDSHAKE_HEADERS:
@@ -225,9 +215,7 @@ async def post(endpoint: Endpoint, scope: Scope, receive: Receive, send: Send, m
             else:
                 sink.put = inbox.put
                 conn.receive(message, sink)
-            # ``request_ids``, inlined for the common body
-            ids = ([message["id"]] if "method" in message and "id" in message else []) if type(message) is dict \
-                else request_ids(message)
+            ids = request_ids(message)
             if not inbox:  # (an id that cannot be in flight, a list say, was answered: items are there)
                 inflight = conn.inflight
                 for rid in ids:
@@ -251,9 +239,8 @@ async def post(endpoint: Endpoint, scope: Scope, receive: Receive, send: Send, m
                     await waiter
                     first = inbox.popleft() if inbox else await inbox.next(receive, True)
                 else:  # nothing but the core wakes this inbox: ``next`` without its loop
-                    while not inbox:  # (``inbox.wait``, inlined: nothing came since this test)
-                        inbox.waiter = waiter = get_running_loop().create_future()
-                        await waiter
+                    while not inbox:
+                        await inbox.wait()
                     first = inbox.popleft()
                 if not sse_ok:  # a JSON-only client: request-scoped notifications cannot reach it
                     while first is not None and first is not CANCELLED and first is not ENDED and not is_final(first):
@@ -274,8 +261,7 @@ async def post(endpoint: Endpoint, scope: Scope, receive: Receive, send: Send, m
                 else:
                     status = status_of(first, conn) if is_final(first) else 0
                 if status and (json_ok or status != 200):  # an HTTP-level error is JSON whatever Accept says
-                    # ``encode`` (an unencodable result: its -32603), inlined for a JSON line the core encoded
-                    body = (first[:-1] if first[-1:] == b"\n" else first) if type(first) is bytes else encode(first)
+                    body = encode(first)  # (an unencodable result: its -32603)
                     size = len(body)
                     response = [JSON_TYPE, LENGTHS.get(size) or content_length(size)]
                     if issue_session:

@@ -49,9 +49,7 @@ class Inbox(deque[Any]):
 
     def put(self, message: Any) -> None:
         self.append(message)
-        waiter = self.waiter  # ``wake``, inlined: every answer to a POST comes this way
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        self.wake()
 
     def wake(self, *_: object) -> None:
         waiter = self.waiter
