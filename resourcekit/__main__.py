@@ -1,27 +1,15 @@
-"""``python -m resourcekit`` and the ``resourcekit`` command: the CLI, started with the cyclic GC paused.
-
-What starting imports (asyncio, resourcekit, the CLI: thousands of objects) lives as long as the
-process; left to the cyclic GC, it would be scanned again and again while it is made, some
-dozens of collections costing a server about 5 ms of its start-up.  So the GC is paused while
-``cli`` loads, and what it made is frozen (``gc.freeze``: never scanned again) before the GC
-resumes; loading the app does the same for what the app makes (``_loader.load_app``).
-"""
+"""``python -m resourcekit`` and the ``resourcekit`` command: the CLI, imported with the cyclic GC
+paused and what that made frozen (``_frozen``), as loading the app is (``_loader.load_app``)."""
 
 from __future__ import annotations
 
-import gc
+from ._frozen import frozen_after
 
 
 def main() -> None:
     """Import the CLI (everything it serves with) with the GC paused, freeze that, then run it."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with frozen_after():
         from .cli import main as run_cli
-    finally:
-        gc.freeze()
-        if collecting:
-            gc.enable()
     run_cli()
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import importlib.util
 import os
 import sys
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ._frozen import frozen_after
 from .app import App, default_app
 from .transports.stdio import configure_logging
 
@@ -45,25 +45,21 @@ def load_app(target: str) -> App:
         raise CLIError(f"no such file: {path}")
     if root not in sys.path:
         sys.path.insert(0, root)  # so the app can import its sibling modules (or its package)
-    # An app declaring 100,000 resources allocates millions of long-lived objects: the
-    # cyclic GC would rescan them again and again while they are created. Pause it, then
-    # freeze what the import built so later collections skip it.
-    gc.disable()
+    # an app declaring 100,000 resources makes millions of long-lived objects: the GC is paused
+    # while they are made, and they are frozen (``_frozen``)
     try:
-        module = _import(path, dotted)
-        app = find_app(vars(module), attr, shown)
-        # its listing index, made in one step from the declarations (Registry.resources) while the GC
-        # is paused and frozen with them, rather than by the first list
-        app.resources  # noqa: B018
+        with frozen_after():
+            module = _import(path, dotted)
+            app = find_app(vars(module), attr, shown)
+            # its listing index, made in one step from the declarations (Registry.resources) while
+            # the GC is paused and frozen with them, rather than by the first list
+            app.resources  # noqa: B018
     except SystemExit:
         raise
     except CLIError:
         raise
     except BaseException as exc:
         raise CLIError(import_failure(shown, exc)) from exc
-    finally:
-        gc.enable()
-        gc.freeze()
     if os.environ.get(RESOURCE_TOOLS_ENV) == "1":
         app.resource_tools = True
     if app.resource_tools:  # a template tool's name is checked at start-up: said here in one line

@@ -99,3 +99,25 @@ def test_importing_the_package_imports_none_of_its_modules_until_a_name_is_used(
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env())
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "['resourcekit']"
+
+
+def test_frozen_after_freezes_what_the_block_made_and_gives_the_gc_back_as_it_was() -> None:
+    import gc
+
+    from resourcekit._frozen import frozen_after
+
+    was = gc.isenabled()
+    kept = []  # (what a block made stays alive: freed, it would leave the frozen count)
+    try:
+        for collecting in (True, False):
+            (gc.enable if collecting else gc.disable)()
+            before = gc.get_freeze_count()
+            with frozen_after():
+                assert not gc.isenabled()
+                made = [[n] for n in range(1000)]
+            kept.append(made)
+            assert gc.isenabled() is collecting
+            assert gc.get_freeze_count() >= before + len(made)
+    finally:
+        gc.unfreeze()
+        (gc.enable if was else gc.disable)()
