@@ -35,5 +35,4 @@ def metadata(req: Request) -> Any:
     return in_worker(req, lambda: build(listable(req.conn, handler, match.kwargs, strict=True)))
 
 
-
 METHODS: dict[str, Method] = {"resources/metadata": metadata}

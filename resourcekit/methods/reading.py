@@ -378,8 +378,14 @@ def get(req: Request) -> Any:
             resource["capabilities"] = capabilities(is_listable, req.conn.app.subscribe)
         seed_fields(resource, handler, tracker)
         resource["version"] = version
-        items = [{"uri": c.uri, "contentType": c.mime_type,
-                  **({"content": c.text} if c.text is not None else {"blob": c.to_wire()["blob"]})} for c in contents]
+        items = []
+        for content in contents:
+            item: dict[str, Any] = {"uri": content.uri, "contentType": content.mime_type}
+            if content.text is not None:
+                item["content"] = content.text
+            else:
+                item["blob"] = content.to_wire()["blob"]
+            items.append(item)
         return {"resource": resource, "contents": items[0] if len(items) == 1 else items}
 
     return _serve_listable(req, uri, build, need_listable=sep)
