@@ -56,8 +56,8 @@ class Match:
 
 
 class Router:
-    __slots__ = ("_as_is", "_buckets", "_cache", "_canonical", "_key_lengths", "_listy", "claim", "exact", "generation",
-                 "max_uri_length", "templates")
+    __slots__ = ("_as_is", "_buckets", "_canonical", "_copied", "_key_lengths", "_listy", "claim", "exact",
+                 "generation", "max_uri_length", "shared", "templates")
 
     def __init__(self, *, max_uri_length: int = 8192) -> None:
         self.max_uri_length = max_uri_length
@@ -75,9 +75,12 @@ class Router:
         self._as_is: set[Handler] = set()  # templates whose matched strings are their arguments
         # recently matched template URIs: clients re-read the same URIs, and a hit skips
         # the regex and the conversions.  Replaced (not cleared) whenever a template comes
-        # or goes, so a match computed against the old table lands in the dropped dict
-        # uri -> its match (kept whole: handed out as it is to a handler that adds nothing to its values)
-        self._cache: dict[str, Match] = {}
+        # or goes, so a match computed against the old table lands in the dropped dict.
+        # uri -> its match, handed out as it is (its handler adds nothing to its values, which
+        # hold no list): read directly by who serves a read, as ``exact`` is
+        self.shared: dict[str, Match] = {}
+        # uri -> its match, copied for each request (lists a handler may change, or a Context to add)
+        self._copied: dict[str, Match] = {}
 
     def add(self, handler: Handler) -> None:
         """Route to ``handler``; DuplicateResourceError if it clashes with a registered one."""
@@ -98,7 +101,7 @@ class Router:
         key = _index_key(template.literal_prefix)
         self._buckets[key] = sorted([*self._buckets.get(key, ()), handler], key=_precedence)
         self._key_lengths = self._key_lengths | {len(key)}
-        self._cache = {}
+        self.shared, self._copied = {}, {}
         self.generation += 1
 
     def remove(self, handler: Handler) -> None:
@@ -121,7 +124,7 @@ class Router:
                 self._key_lengths = self._key_lengths - {len(key)}
         self._listy = self._listy - {handler}
         self._as_is.discard(handler)
-        self._cache = {}
+        self.shared, self._copied = {}, {}
         self.generation += 1
 
     def candidates(self, uri: str) -> list[Handler]:
@@ -156,14 +159,14 @@ class Router:
 
     def templated(self, uri: str) -> Match | None:
         """``match`` for a URI no exact one is."""
-        cache = self._cache
-        hit = cache.get(uri)
+        hit = self.shared.get(uri)
+        if hit is not None:
+            return hit
+        hit = self._copied.get(uri)
         if hit is not None:
             handler = hit.handler
             if handler in self._listy:
                 return Match(handler, _copied(hit.kwargs), _copied(hit.raw))
-            if handler.sig.context_param is None:  # nobody adds to the values: the cached match itself
-                return hit
             return Match(handler, dict(hit.kwargs), hit.raw)
         if len(uri) > self.max_uri_length:
             return None
@@ -180,28 +183,35 @@ class Router:
                 except (ValueError, TypeError, ArithmeticError):
                     continue  # does not convert: this template does not match, try the next
             if len(uri) <= _CACHE_URI_LENGTH:
-                if len(cache) >= _CACHE_SIZE:
-                    cache.clear()
                 # the handler gets its own lists, so one that mutates its argument cannot
                 # change what the next request receives
                 if handler in self._listy:
-                    cache[uri] = Match(handler, _copied(kwargs), _copied(raw))
+                    _cache(self._copied, uri, Match(handler, _copied(kwargs), _copied(raw)))
                 elif handler.sig.context_param is None:  # nobody adds to its values: the cached match itself
-                    found = cache[uri] = Match(handler, kwargs, raw)
+                    found = Match(handler, kwargs, raw)
+                    _cache(self.shared, uri, found)
                     return found
                 else:
-                    cache[uri] = Match(handler, dict(kwargs), raw)
+                    _cache(self._copied, uri, Match(handler, dict(kwargs), raw))
             return Match(handler, kwargs, raw)
         return None
 
     def forget(self, uri: str) -> None:
         """Drop ``uri`` from the match cache: for a URI its handler answered not-found,
         which would otherwise hold a slot that no later read profits from."""
-        self._cache.pop(uri, None)
+        self.shared.pop(uri, None)
+        self._copied.pop(uri, None)
 
     def __iter__(self) -> Iterator[Handler]:
         yield from self.exact.values()
         yield from self.templates.values()
+
+
+def _cache(cache: dict[str, Match], uri: str, match: Match) -> None:
+    """``cache[uri] = match``; a full cache starts over."""
+    if len(cache) >= _CACHE_SIZE:
+        cache.clear()
+    cache[uri] = match
 
 
 def _copied(values: dict[str, Any]) -> dict[str, Any]:

@@ -637,6 +637,10 @@ class _Compiler:
         self.source: list[str] = []
         self.slots: list[tuple[str, int, str]] = []  # (name, how to read it, separator) per group
         self.parts: list[_Part] = []
+        # the names of the groups named after their variable (``match`` then takes the match's own
+        # dict); a group that cannot be named so (a repeated name, or no ASCII identifier) counts too
+        self.named: set[str] = set()
+        self.unnamed = 0
 
     def literal(self, text: str) -> None:
         self.source.append(re.escape(text))
@@ -670,9 +674,17 @@ class _Compiler:
                 self.slots.append((name, _LIST, op.sep))
                 self._parts(lead, _List(chars, op.sep))
             else:
-                self.source.append(f"{re.escape(lead)}({value})")
+                self.source.append(f"{re.escape(lead)}({self._group_name(name)}{value})")
                 self.slots.append((name, _SCALAR, op.sep))
                 self._parts(lead, part)
+
+    def _group_name(self, name: str) -> str:
+        """``?P<name>`` for a scalar's group when ``name`` may name it, else nothing."""
+        if name.isascii() and name.isidentifier() and name not in self.named:
+            self.named.add(name)
+            return f"?P<{name}>"
+        self.unnamed += 1
+        return ""
 
     def _parts(self, lead: str, part: _Part) -> None:
         if lead:
@@ -789,7 +801,7 @@ class UriTemplate:
     """A validated, compiled RFC 6570 template. Immutable; ``match`` and ``expand`` are pure."""
 
     __slots__ = (
-        "_parts", "_plain", "_query", "_regex", "_scanner", "_slots", "canonical", "duplicates",
+        "_named", "_parts", "_plain", "_query", "_regex", "_scanner", "_slots", "canonical", "duplicates",
         "literal_prefix", "names", "specificity", "template", "variables",
     )
     template: str
@@ -804,6 +816,7 @@ class UriTemplate:
     _scanner: _Scanner | None
     _slots: tuple[tuple[str, int, str], ...]
     _plain: tuple[str, ...] | None
+    _named: bool
     _query: dict[str, Variable]
 
     def __init__(self, template: str) -> None:
@@ -866,6 +879,8 @@ class UriTemplate:
         init(self, "_scanner", None if _unambiguous(compiler.parts) else _Scanner(compiler.parts))
         init(self, "_slots", slots)
         init(self, "_plain", tuple(name for name, _, _ in slots) if plain else None)
+        # every group one variable's, named after it: what the regex matched is the values
+        init(self, "_named", plain and not compiler.unnamed and self._scanner is None)
         # a query key is compared as written and, failing that, decoded
         init(self, "_query", {**{unquote(k): v for k, v in query.items()}, **query})
 
@@ -886,6 +901,11 @@ class UriTemplate:
             found = self._regex.fullmatch(uri, len(prefix))
             if found is None:
                 return None
+            if self._named:  # (a C call makes the dict)
+                named = found.groupdict()
+                if "%" not in uri:  # nothing to decode
+                    return named
+                return {name: unquote(raw) if "%" in raw else raw for name, raw in named.items()}
             groups = found.groups()
         else:
             groups = scanner.groups(uri[len(prefix) :])

@@ -156,10 +156,10 @@ def test_router_cache_keeps_no_long_uri_and_can_forget():
     router = _app().router
     assert router.match("notes://" + "a" * 300) is not None
     assert router.match("notes://short") is not None
-    assert list(router._cache) == ["notes://short"]
+    assert list(router.shared) == ["notes://short"]
     router.forget("notes://short")
     router.forget("notes://never-seen")
-    assert router._cache == {}
+    assert router.shared == {}
 
 
 def test_router_cache_does_not_share_lists_between_requests():

@@ -234,7 +234,7 @@ async def test_a_not_found_instance_leaves_no_match_cached(profile: str) -> None
         conn.feed_lines([read(1, "maybe://1"), read(2, "maybe://2")])
         got = await wire.answered({1, 2})
         assert got[1]["error"]["code"] == -32002 and got[2]["result"]["contents"][0]["text"] == "even 2"
-        assert "maybe://1" not in app.router._cache and "maybe://2" in app.router._cache
+        assert "maybe://1" not in app.router.shared and "maybe://2" in app.router.shared
 
 
 async def test_initialize_and_reads_in_one_block(profile: str) -> None:

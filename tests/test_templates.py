@@ -145,6 +145,9 @@ def test_duplicate_variables_are_rfc_valid_but_refused_by_app():
     ("notes://{id}", "notes://a#b", None),
     ("notes://{id}", "notes://", None),
     ("notes://{id}", "other://12", None),
+    # names a regex group cannot carry (the values are read by position then)
+    ("x://{a.b}/{c}", "x://1/a%20b", {"a.b": "1", "c": "a b"}),
+    ("x://{1st}", "x://x", {"1st": "x"}),
     ("x://{a,b}", "x://1,2", {"a": "1", "b": "2"}),
     ("x://{a,b}", "x://1%2C2,3", {"a": "1,2", "b": "3"}),
     ("x://{list*}", "x://1,2,3", {"list": ["1", "2", "3"]}),

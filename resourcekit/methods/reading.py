@@ -71,7 +71,9 @@ def serve(req: Request, uri: str | None = None, reply_of: ReplyOf | None = None,
     target: str = req.params.get("uri", "") if uri is None else uri
     try:
         handler = router.exact.get(target)  # the most frequent: a declared URI, no match record
-        match = router.templated(target) if handler is None and target else None
+        # then a template URI read before (its match as it is), else the router's work
+        match = None if handler is not None else router.shared.get(target) or (
+            router.templated(target) if target else None)
     except TypeError:  # (unhashable, or no str: no URI)
         if type(target) is str:
             raise
