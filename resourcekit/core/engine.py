@@ -66,8 +66,8 @@ class Connection:
 
     __slots__ = (
         "__weakref__", "_max_inflight", "app", "client_capabilities", "client_info", "closed", "held", "inflight",
-        "initialized", "lane", "limits", "log_level", "optin", "outbox", "principal", "profile", "protocol_version",
-        "router", "runner", "seen", "seen_max", "send", "server", "session_id", "shared", "sink",
+        "initialized", "lane", "limits", "log_level", "loop", "optin", "outbox", "principal", "profile",
+        "protocol_version", "router", "runner", "seen", "seen_max", "send", "server", "session_id", "shared", "sink",
         "stateless", "traced", "tracker", "waiting",
     )
 
@@ -103,6 +103,7 @@ class Connection:
         # replies a worker made for it, once it leaves the lane (set by a transport with an outbox)
         self.lane = Lane()
         self.runner = server.runner  # the transport's (handed to the server)
+        self.loop = server.loop  # where an async step's task runs
         self.router = self.app.router
         self.tracker = self.app.tracker
         # messages that wait while the session owes its reader too much (``hold``), in order
@@ -233,8 +234,7 @@ class Connection:
                 request.respond(outcome)
             else:
                 coro = _run(request, outcome)
-                loop = self.server.loop
-                request.task = loop.create_task(coro) if spanned is None else spanned.spawn(loop, coro)
+                request.task = self.loop.create_task(coro) if spanned is None else spanned.spawn(self.loop, coro)
 
     def _not_a_request(self, msg: dict[str, Any], method: Any, reply: Send) -> None:
         """A message without jsonrpc '2.0' or a string method: a response of the client's to a
