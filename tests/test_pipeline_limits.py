@@ -4,6 +4,7 @@ session's slow handlers keep no other session's read waiting (the runner's lanes
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ import orjson
 
 from tests.support.http_server import http_server_process
 from tests.support.process import APPS, RawServer
+from tests.support.wire import initialize, modern_headers, read_message
 
 APP = APPS / "pipeline_app.py"
 MiB = 1 << 20
@@ -87,4 +89,38 @@ def test_one_sessions_slow_handlers_keep_no_other_sessions_read_waiting() -> Non
             flooding.join(120)
         # answered in about one slow read's time, while the flood still had a good part to go
         assert flood_done and flood_done[0] - answered > 0.5, "the fast read waited for the flood"
+        assert answered - started < 1.0
+
+
+def test_a_flood_of_stateless_requests_keeps_no_sessions_read_waiting() -> None:
+    """2026-07-28 requests, each a connection of no session, share one lane: 300 slow ones at once
+    take their turn with a session's read instead of each being a lane ahead of it."""
+    with http_server_process(APP) as url:
+        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        flood_done: list[float] = []
+
+        async def flood() -> None:  # 300 slow reads at once, each its own POST
+            async with httpx.AsyncClient(timeout=120, limits=httpx.Limits(max_connections=300)) as client:
+                async def one(i: int) -> None:
+                    response = await client.post(url, json=read_message(i, f"slow://{i}", modern=True),
+                                                 headers={**headers, **modern_headers("resources/read", f"slow://{i}")})
+                    assert response.json()["result"]["contents"][0]["text"] == f"slow {i}"
+
+                await asyncio.gather(*(one(i) for i in range(1, 301)))
+            flood_done.append(time.monotonic())
+
+        with httpx.Client(timeout=30) as client:
+            response = client.post(url, headers=headers, json=initialize())
+            own = {**headers, "mcp-session-id": response.headers["mcp-session-id"],
+                   "mcp-protocol-version": "2025-11-25"}
+            client.post(url, headers=own, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+            flooding = threading.Thread(target=asyncio.run, args=(flood(),))
+            flooding.start()
+            time.sleep(1.0)  # the flood is being served: every worker is in a slow read
+            started = time.monotonic()
+            response = client.post(url, headers=own, json=read_message(1, "fast://x"))
+            answered = time.monotonic()
+            assert response.json()["result"]["contents"][0]["text"] == "fast"
+            flooding.join(120)
+        assert flood_done and flood_done[0] - answered > 0.5, "the session's read waited for the flood"
         assert answered - started < 1.0

@@ -100,8 +100,9 @@ class Connection:
         self.session_id: str | None = None  # a handshake-era HTTP session's
         self.traced = server.traced
         # the session's jobs, in order, in the runner (fair between sessions); ``flush`` writes the
-        # replies a worker made for it, once it leaves the lane (set by a transport with an outbox)
-        self.lane = Lane()
+        # replies a worker made for it, once it leaves the lane (set by a transport with an outbox).
+        # 2026-07-28 requests, of no session, share their server's lane: in the order they came
+        self.lane = server.stateless_lane if stateless else Lane()
         self.runner = server.runner  # the transport's (handed to the server)
         self.loop = server.loop  # where an async step's task runs
         self.router = self.app.router

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .._runner import ThreadRunner
+from .._runner import Lane, ThreadRunner
 from ..methods import Subscriptions
 from ..telemetry import spans as telemetry
 from . import observers
@@ -49,6 +49,9 @@ class Server:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self.connections: set[Connection] = set()
+        # the jobs of 2026-07-28 requests (a connection each, of no session): one lane for them all,
+        # in the order they came, beside the sessions' lanes
+        self.stateless_lane = Lane()
         self._prober: asyncio.TimerHandle | None = None
         self.subscriptions = Subscriptions(self)
         # one log line per request at INFO (an observer of every plan): decided once here

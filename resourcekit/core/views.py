@@ -16,7 +16,7 @@ from ..methods._base import ProfileView, ServerView, SessionView, SubscriptionsV
 from ..telemetry import spans as telemetry
 
 if TYPE_CHECKING:
-    from .._runner import ThreadRunner
+    from .._runner import Lane, ThreadRunner
 
 __all__ = ["Host", "ProfileView", "Session", "Subscribers"]
 
@@ -40,6 +40,8 @@ class Host(ServerView, telemetry.Observed, Protocol):
     def _runner(self) -> ThreadRunner | None: ...
     @property
     def connections(self) -> MutableSet[Any]: ...
+    @property
+    def stateless_lane(self) -> Lane: ...
 
 
 class Session(SessionView, telemetry.Session, Protocol):
