@@ -329,8 +329,10 @@ class ThreadRunner:
                         n = len(jobs)
                         if n > TAKE:
                             n = TAKE
-                        # n pops in one C call (the loop appends to ``jobs`` meanwhile, without the lock)
-                        batch.extend(starmap(jobs.popleft, repeat((), n)))
+                        if n == 1:  # (an HTTP session's, mostly: one request at a time)
+                            batch.append(jobs.popleft())
+                        else:  # n pops in one C call (the loop appends to ``jobs`` meanwhile, without the lock)
+                            batch.extend(starmap(jobs.popleft, repeat((), n)))
                         if jobs:
                             ring.rotate(-1)  # round robin: the next lane's turn
                         else:
@@ -362,7 +364,7 @@ class ThreadRunner:
             ran += n
             # the batch's n jobs, in order: counted, not popped until the deque raises (an exception
             # per batch cost an HTTP session's read, one job a lane, 1.5k instructions)
-            for _ in repeat(None, n):
+            for _ in range(n):
                 try:
                     job = batch.popleft()
                 except IndexError:  # the loop's look gave the rest back (a stalled worker's)
