@@ -10,11 +10,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._runner import Lane, ThreadRunner
+from ..extensions import NONE
 from ..methods import Subscriptions
 from ..telemetry import spans as telemetry
 from . import observers
 from .engine import Connection
 from .outbox import Outbox
+from .plan import HANDSHAKE, profile_for
 from .request import Send, Sink
 
 if TYPE_CHECKING:
@@ -56,6 +58,8 @@ class Server:
         self.subscriptions = Subscriptions(self)
         # one log line per request at INFO (an observer of every plan): decided once here
         self.logged = observers.access_log_enabled()
+        # a session's profile until its initialize (the same for all: made once here)
+        self.first_profile = profile_for(HANDSHAKE, None, None, NONE, self.logged)
         # OpenTelemetry: off for the app, or not installed, costs one attribute check per request
         self.traced = app.telemetry and telemetry.installed()
         if self.traced:
@@ -122,7 +126,8 @@ class Server:
     def connect(self, send: Send, *, stateless: bool = False, sink: Sink | None = None) -> Connection:
         """A connection whose messages not tied to a request go to ``send``; ``sink``: where a worker
         hands on the replies it made for the session itself (from any thread), if anywhere."""
-        conn = Connection(self, send, stateless=stateless, sink=sink)
+        # (positional: keywords cost a class call a dict; each 2026-07-28 request is a connection)
+        conn = Connection(self, send, stateless, sink, self.first_profile)
         if not stateless:
             self.connections.add(conn)
         return conn
