@@ -16,6 +16,8 @@ import signal
 import stat
 import sys
 import threading
+from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if sys.platform == "linux":
@@ -23,7 +25,6 @@ if sys.platform == "linux":
 
 from .._runner import ThreadRunner
 from ..core import Connection, Server, error_response
-from ..core.outbox import Outbox
 from ..errors import LifespanFailed, LimitExceeded
 
 if TYPE_CHECKING:
@@ -38,124 +39,139 @@ READ_SIZE = 64 * 1024  # bytes of stdin read at a time at most
 
 
 class _Pipe:
-    """Writes to stdout from any thread: at once while nothing waits to be written (a worker
-    writing its replies does not wake the loop), else through the loop's pipe transport, which
-    holds what the reader has not taken yet.  A lock keeps writes whole and in order."""
+    """Writes stdout, the only writer of its descriptor, from any thread: at once while nothing
+    waits to be written (a worker writing its replies does not wake the loop); what the pipe does
+    not take waits here as views of the replies (nothing copied, each byte written once) and the
+    loop writes it as the reader reads.  A lock keeps writes whole and in order.  A regular file
+    (output redirected) takes blocking writes: nothing ever waits."""
 
-    def __init__(self, transport: Any, fd: int) -> None:
-        self._transport = transport
+    def __init__(self, fd: int, flow: _Flow) -> None:
         self._fd = fd
-        self._pending: list[bytes | memoryview] = []  # for the loop to hand to the transport
-        self._pending_size = 0
-        self._scheduled = False
+        self._flow = flow
+        mode = os.fstat(fd).st_mode
+        self._file = stat.S_ISREG(mode)
+        self._backlog: deque[memoryview] = deque()  # what the pipe has not taken yet, in order
+        self._owed = 0  # its bytes
+        self._watching = False  # the loop waits for the pipe to take more
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self._lock = threading.Lock()
         self._closed = False
-
-    def close(self) -> None:
-        """No more direct writes (a worker may still finish a read): the descriptor is about to close."""
-        with self._lock:
-            self._closed = True
+        self.on_written: Callable[[], None] | None = None  # told when the loop wrote some (``Outbox.drained``)
+        if not self._file:
+            os.set_blocking(fd, False)
+            if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):  # the reader closing its end shows as readable
+                self._loop.add_reader(fd, self._reader_gone)
 
     def write(self, data: bytes) -> None:
         with self._lock:
-            transport = self._transport
-            if self._closed or transport.is_closing():
+            if self._closed:
                 return
-            if not self._pending and not transport.get_write_buffer_size():
+            if self._file:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(self._fd, view):]
+                return
+            if not self._backlog:
                 try:  # the pipe does not block: what does not fit now waits for the loop
                     written = os.write(self._fd, data)
                 except BlockingIOError:
                     written = 0
-                except OSError:  # the client is gone: the loop sees it too
+                except OSError:  # the reader is gone: the loop sees it too
                     return
                 if written == len(data):
                     return
-                rest: bytes | memoryview = memoryview(data)[written:]
+                rest = memoryview(data)[written:]
             else:
-                rest = data
-            self._pending.append(rest)
-            self._pending_size += len(rest)
-            if not self._scheduled:
-                self._scheduled = True
+                rest = memoryview(data)
+            self._backlog.append(rest)
+            self._owed += len(rest)
+            if not self._watching:
+                self._watching = True
                 if threading.get_ident() == self._loop_thread:
-                    self._loop.call_soon(self._to_transport)
+                    self._loop.add_writer(self._fd, self._writable)
                 else:
                     with contextlib.suppress(RuntimeError):  # the loop is closed: nobody to write it
-                        self._loop.call_soon_threadsafe(self._to_transport)
+                        self._loop.call_soon_threadsafe(self._watch)
 
-    def _to_transport(self) -> None:
+    def _watch(self) -> None:
         with self._lock:
-            self._scheduled = False
-            pending, self._pending, self._pending_size = self._pending, [], 0
-            transport = self._transport
-            if pending and not transport.is_closing():
-                if len(pending) == 1:
-                    transport.write(pending[0])
-                else:  # it only appends them to its buffer: no joined copy
-                    for data in pending:
-                        transport.write(data)
+            if self._watching and not self._closed:
+                self._loop.add_writer(self._fd, self._writable)
+
+    def _writable(self) -> None:
+        """On the loop: the pipe takes more; what waits goes, in order, as far as it takes it."""
+        with self._lock:
+            backlog = self._backlog
+            while backlog:
+                view = backlog[0]
+                try:
+                    written = os.write(self._fd, view)
+                except BlockingIOError:
+                    break
+                except OSError:  # the reader is gone (``_reader_gone`` ends the session)
+                    backlog.clear()
+                    self._owed = 0
+                    break
+                self._owed -= written
+                if written < len(view):
+                    backlog[0] = view[written:]
+                    break
+                backlog.popleft()
+            if not backlog and self._watching:
+                self._watching = False
+                self._loop.remove_writer(self._fd)
+        if self.on_written is not None:
+            self.on_written()
+
+    def _reader_gone(self) -> None:
+        """The reader closed its end: nothing more can be answered."""
+        self._loop.remove_reader(self._fd)
+        with self._lock:
+            self._backlog.clear()
+            self._owed = 0
+        self._flow.connection_lost()
 
     def owed(self) -> int:
         """Bytes taken and not written yet: the reader has not read them."""
-        owed: int = self._pending_size + self._transport.get_write_buffer_size()
-        return owed
+        return self._owed
+
+    async def drain(self, timeout: float) -> None:
+        """Until the reader took what waits (or is gone), ``timeout`` seconds at most."""
+        deadline = self._loop.time() + timeout
+        while self._backlog and not self._flow.lost and self._loop.time() < deadline:
+            await asyncio.sleep(0.01)
+
+    def close(self) -> None:
+        """On the loop: no more writes (a worker may still finish a read), and the descriptor closed."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._backlog.clear()
+            self._owed = 0
+            if not self._file:
+                self._loop.remove_writer(self._fd)
+                self._loop.remove_reader(self._fd)
+        os.close(self._fd)
 
 
-class _Flow(asyncio.Protocol):
-    """Backpressure: the session waits while its reader leaves our output unread.
-
-    Above ``Limits.max_owed_bytes`` of unwritten output the pipe transport calls
-    ``pause_writing``: the session is held (``Outbox.hold``: nothing more is read or started;
-    jobs already running finish) until the reader caught up (``resume_writing``).
-    """
+class _Flow:
+    """Whether the session reads stdin (``writable``: not while it is held, ``Outbox.hold``) and
+    whether its output is gone (``lost``: the client closed it; the session ends)."""
 
     def __init__(self) -> None:
-        self.outbox: Outbox | None = None
         self.writable = asyncio.Event()
         self.writable.set()
         self.lost = False  # the client closed our output: nothing more can be answered
         self.done: asyncio.Future[None] | None = None
 
-    def connection_lost(self, exc: Exception | None) -> None:
+    def connection_lost(self) -> None:
         """Our output is gone (the client closed it): the session ends, reading paused or not."""
         self.lost = True
         self.writable.set()
         if self.done is not None:
             _finish(self.done)
-
-    def pause_writing(self) -> None:
-        if self.outbox is not None:
-            self.outbox.hold()
-
-    def resume_writing(self) -> None:
-        if self.outbox is not None:
-            self.outbox.drained()
-
-
-class _FileTransport:
-    """The few transport methods ``_Pipe`` uses, for a stdout that is a regular file."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._closed = False
-
-    def write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view):]
-
-    def is_closing(self) -> bool:
-        return self._closed
-
-    def get_write_buffer_size(self) -> int:
-        return 0
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            os.close(self._fd)
 
 
 class _Reader(asyncio.Protocol):
@@ -267,18 +283,12 @@ async def _serve_stdio(app: Registry, stdin: Any, out_fd: int) -> None:
     server = Server(app, "pipe")
     server.start(ThreadRunner(loop, limits.max_workers, limits.max_queued_jobs))
     flow = _Flow()
-    write_transport: Any
-    if stat.S_ISREG(os.fstat(out_fd).st_mode):  # output redirected to a file: plain blocking writes
-        write_transport = _FileTransport(out_fd)
-    else:
-        _widen_pipe(out_fd)
-        write_transport, _ = await loop.connect_write_pipe(lambda: flow, os.fdopen(out_fd, "wb", buffering=0))
-        write_transport.set_write_buffer_limits(high=limits.max_owed_bytes, low=limits.max_owed_bytes // 4)
-    pipe = _Pipe(write_transport, out_fd)
+    _widen_pipe(out_fd)
+    pipe = _Pipe(out_fd, flow)
     conn = server.stream(pipe.write, pipe.owed)
     outbox = conn.outbox
     assert outbox is not None
-    flow.outbox = outbox
+    pipe.on_written = outbox.drained  # a held session goes on once its reader caught up
     done: asyncio.Future[None] = loop.create_future()
     flow.done = done
     stdin = stdin if stdin is not None else sys.stdin.buffer
@@ -310,10 +320,8 @@ async def _serve_stdio(app: Registry, stdin: Any, out_fd: int) -> None:
         outbox.flush()
         conn.close()
         server.close()
-        pipe._to_transport()
-        await _drain_writes(write_transport)
+        await pipe.drain(SHUTDOWN_GRACE)
         pipe.close()
-        write_transport.close()
 
 
 def _reading(transport: Any, flow: _Flow, held: bool) -> None:
@@ -331,13 +339,6 @@ def _reading(transport: Any, flow: _Flow, held: bool) -> None:
 def _finish(done: asyncio.Future[None]) -> None:
     if not done.done():
         done.set_result(None)
-
-
-async def _drain_writes(transport: Any) -> None:
-    for _ in range(500):
-        if transport.get_write_buffer_size() == 0 or transport.is_closing():
-            return
-        await asyncio.sleep(0.01)
 
 
 def _widen_pipe(fd: int) -> None:
