@@ -155,11 +155,11 @@ class Connection:
             (reply or self.send)(error_response(None, InvalidRequest("Invalid Request: expected a JSON object")))
 
     def _receive_block(self, items: Iterable[Any], reply: Send | None, waits: bool = True) -> None:
-        """Each message of a block, in order (a decoded message, or a line of input, decoded first;
-        a blank one is no message): the envelope checks, once, here, then the step its profile's
-        plan has for the method.  ``reply``: where the answers go (None: the session's ``send``, and a worker hands
-        the reply it made to the session's ``sink`` itself).  ``waits``: a message waits while the
-        session is held (``hold``), but a batch's members are handled together."""
+        """Each message of a block, in order (a message, or a line of input decoded first; a blank
+        one is no message): the envelope checks, once, here, then the step its profile's plan has
+        for the method.  ``reply``: where the answers go (None: the session's ``send``, and a worker
+        hands the reply it made to the session's ``sink`` itself).  ``waits``: a message waits
+        while the session is held (``hold``), but a batch's members are handled together."""
         send = reply or self.send
         sink = None if reply else self.sink
         inflight, max_inflight, traced = self.inflight, self._max_inflight, self.traced
