@@ -71,8 +71,8 @@ class Connection:
         "stateless", "traced", "tracker", "waiting",
     )
 
-    def __init__(self, server: Host, send: Send, stateless: bool = False, sink: Sink | None = None,
-                 profile: Profile | None = None) -> None:
+    def __init__(self, server: Host, send: Send, profile: Profile, stateless: bool = False,
+                 sink: Sink | None = None) -> None:
         self.server = server
         self.app = server.app
         self.send = send  # for messages not tied to a request (subscription updates)
@@ -111,8 +111,7 @@ class Connection:
         # messages that wait while the session owes its reader too much (``hold``), in order
         self.held = False
         self.waiting: deque[tuple[Any, Send | None]] = deque()
-        # until ``initialize`` (``replan``): the server's, made once for all its sessions
-        self.profile = profile or profile_for(HANDSHAKE, None, None, NONE, server.logged)
+        self.profile = profile  # until ``initialize`` (``replan``): the server's first, made once
 
     # --- the profile ---------------------------------------------------------------------------
 

@@ -127,7 +127,7 @@ class Server:
         """A connection whose messages not tied to a request go to ``send``; ``sink``: where a worker
         hands on the replies it made for the session itself (from any thread), if anywhere."""
         # (positional: keywords cost a class call a dict; each 2026-07-28 request is a connection)
-        conn = Connection(self, send, stateless, sink, self.first_profile)
+        conn = Connection(self, send, self.first_profile, stateless, sink)
         if not stateless:
             self.connections.add(conn)
         return conn
