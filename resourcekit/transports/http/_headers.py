@@ -212,13 +212,21 @@ def error_body(status: int, message: str) -> bytes:
 
 async def respond(send: Send, status: int, body: bytes, headers: Headers | None = None,
                   content_type: bytes = JSON) -> None:
-    all_headers = list(headers) if headers else []
-    if body:
-        all_headers.append((b"content-type", content_type))
-    if status != 204:  # a 204 carries no Content-Length (RFC 9110)
-        all_headers.append((b"content-length", b"%d" % len(body)))
-    await send({"type": "http.response.start", "status": status, "headers": all_headers})
+    """A whole response: its start (``start_of``), then ``body``."""
+    await send(start_of(status, body, headers, content_type))
     await send({"type": "http.response.body", "body": body})
+
+
+def start_of(status: int, body: bytes, headers: Headers | None = None, content_type: bytes = JSON) -> dict[str, Any]:
+    """The start of a response carrying ``body``: its type and length (a JSON answer's headers
+    shared), then ``headers``.  (A plain function: the answer to a POST awaits its sends itself.)"""
+    framing: Headers = [JSON_TYPE if content_type is JSON else (b"content-type", content_type)] if body else []
+    if status != 204:  # a 204 carries no Content-Length (RFC 9110)
+        size = len(body)
+        framing.append(LENGTHS.get(size) or content_length(size))
+    if headers:
+        framing.extend(headers)
+    return {"type": "http.response.start", "status": status, "headers": framing}
 
 
 async def respond_json(send: Send, status: int, message: Any, headers: Headers | None = None) -> None:

@@ -37,8 +37,6 @@ from ._exchange import answer_stream, is_final, issued, request_ids, unanswered,
 from ._gate import with_cors
 from ._headers import (
     HANDSHAKE_HEADERS,
-    JSON_TYPE,
-    LENGTHS,
     MODERN_HEADERS,
     SESSION_HEADER,
     VERSION_HEADER,
@@ -49,7 +47,6 @@ from ._headers import (
     Send,
     check_length,
     check_modern_headers,
-    content_length,
     encode,
     error_body,
     forbidden_headers,
@@ -57,6 +54,7 @@ from ._headers import (
     read_rest,
     respond,
     respond_json,
+    start_of,
     status_of,
 )
 from ._sse import CANCELLED, ENDED, BoundedInbox, Inbox
@@ -222,8 +220,7 @@ async def post(endpoint: Endpoint, scope: Scope, receive: Receive, send: Send, m
                     if rid in inflight:
                         break
                 else:  # a notification or a response: nothing will follow
-                    await out({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
-                    await out({"type": "http.response.body", "body": b""})
+                    await respond(out, 202, b"")
                     if session is not None:
                         session.wake_cancelled()
                     return
@@ -261,14 +258,11 @@ async def post(endpoint: Endpoint, scope: Scope, receive: Receive, send: Send, m
                 else:
                     status = status_of(first, conn) if is_final(first) else 0
                 if status and (json_ok or status != 200):  # an HTTP-level error is JSON whatever Accept says
-                    body = encode(first)  # (an unencodable result: its -32603)
-                    size = len(body)
-                    response = [JSON_TYPE, LENGTHS.get(size) or content_length(size)]
-                    if issue_session:
-                        response.extend(issued(session, conn))
+                    extra = issued(session, conn) if issue_session else None
                     if status == 403:
-                        response.extend(forbidden_headers(first, principal))
-                    await out({"type": "http.response.start", "status": status, "headers": response})
+                        extra = [*(extra or ()), *forbidden_headers(first, principal)]
+                    body = encode(first)  # (an unencodable result: its -32603)
+                    await out(start_of(status, body, extra))
                     await out({"type": "http.response.body", "body": body})
                 else:  # notifications come first (or the client takes nothing but SSE)
                     await answer_stream(conn, first, inbox, receive, out, ids, watch, session,
