@@ -159,9 +159,10 @@ class Router:
 
     def templated(self, uri: str) -> Match | None:
         """``match`` for a URI no exact one is."""
-        hit = self.shared.get(uri)
-        if hit is not None:
-            return hit
+        return self.shared.get(uri) or self.unshared(uri)
+
+    def unshared(self, uri: str) -> Match | None:
+        """``templated`` for a URI the shared matches do not hold (a read looks there itself)."""
         hit = self._copied.get(uri)
         if hit is not None:
             handler = hit.handler

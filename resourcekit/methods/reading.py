@@ -73,7 +73,7 @@ def serve(req: Request, uri: str | None = None, reply_of: ReplyOf | None = None,
         handler = router.exact.get(target)  # the most frequent: a declared URI, no match record
         # then a template URI read before (its match as it is), else the router's work
         match = None if handler is not None else router.shared.get(target) or (
-            router.templated(target) if target else None)
+            router.unshared(target) if target else None)
     except TypeError:  # (unhashable, or no str: no URI)
         if type(target) is str:
             raise
