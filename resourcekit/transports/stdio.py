@@ -72,14 +72,9 @@ class _Pipe:
                 while view:
                     view = view[os.write(self._fd, view):]
                 return
-            if not self._backlog:
-                try:  # the pipe does not block: what does not fit now waits for the loop
-                    written = os.write(self._fd, data)
-                except BlockingIOError:
-                    written = 0
-                except OSError:  # the reader is gone: the loop sees it too
-                    return
-                if written == len(data):
+            if not self._backlog:  # what does not fit now waits for the loop
+                written = self._put(data)
+                if written < 0 or written == len(data):  # (gone: the loop sees it too)
                     return
                 rest = memoryview(data)[written:]
             else:
@@ -94,6 +89,16 @@ class _Pipe:
                     with contextlib.suppress(RuntimeError):  # the loop is closed: nobody to write it
                         self._loop.call_soon_threadsafe(self._watch)
 
+    def _put(self, data: bytes | memoryview) -> int:
+        """Under the lock: what of ``data`` the pipe takes now (it does not block), in bytes; -1:
+        the reader is gone."""
+        try:
+            return os.write(self._fd, data)
+        except BlockingIOError:
+            return 0
+        except OSError:
+            return -1
+
     def _watch(self) -> None:
         with self._lock:
             if self._watching and not self._closed:
@@ -105,11 +110,8 @@ class _Pipe:
             backlog = self._backlog
             while backlog:
                 view = backlog[0]
-                try:
-                    written = os.write(self._fd, view)
-                except BlockingIOError:
-                    break
-                except OSError:  # the reader is gone (``_reader_gone`` ends the session)
+                written = self._put(view)
+                if written < 0:  # the reader is gone (``_reader_gone`` ends the session)
                     backlog.clear()
                     self._owed = 0
                     break
