@@ -38,7 +38,7 @@ import logging
 import os
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import repeat, starmap
 from typing import Any, Protocol
 
@@ -150,16 +150,12 @@ class ThreadRunner:
                                 code=-32603)
         self._submitted = submitted + 1
         lane.jobs.append(job)
-        if lane.tick != self._tick:  # the lane's first job of this tick
-            self._touch(lane)
-
-    def _touch(self, lane: Lane) -> None:
-        """``lane`` joins the ring at the end of this loop iteration (``publish``)."""
-        lane.tick = self._tick
-        self._touched.append(lane)
-        if not self.publishing:
-            self.publishing = True
-            self._loop.call_soon(self.publish)
+        if lane.tick != self._tick:  # the lane's first job of this tick: it joins the ring at the tick's end
+            lane.tick = self._tick
+            self._touched.append(lane)
+            if not self.publishing:
+                self.publishing = True
+                self._loop.call_soon(self.publish)
 
     def defer(self) -> bool:
         """The caller submits a block of jobs (a block of input) and calls ``publish`` at its end,
@@ -175,13 +171,17 @@ class ThreadRunner:
         self.publishing = False
         touched, self._touched = self._touched, []
         self._tick += 1
+        self._join(touched)
+
+    def _join(self, lanes: Iterable[Lane]) -> None:
+        """``lanes`` with jobs join the ring, workers wake."""
         if self._closed:
             return
         spawn = False
         with self._cond:
             ring = self._ring
             waiting = 0
-            for lane in touched:
+            for lane in lanes:
                 if lane.jobs and not lane.held:
                     waiting += len(lane.jobs)
                     if not lane.queued:
@@ -208,8 +208,8 @@ class ThreadRunner:
         if not lane.held:
             return
         lane.held = False
-        if lane.jobs and lane.tick != self._tick:
-            self._touch(lane)
+        if lane.jobs:
+            self._join((lane,))  # at once
 
     def _look(self) -> None:
         """Every ``STALL`` seconds while jobs wait or run: the stall rule (see the module)."""

@@ -270,7 +270,8 @@ async def post(endpoint: Endpoint, scope: Scope, receive: Receive, send: Send, m
             finally:
                 if sink is not None:
                     sink.finish()
-                inbox.stop_watching()
+                if inbox.watcher is not None:
+                    inbox.stop_watching()
                 if session is not None:
                     session.waiting.pop(inbox, None)
                 elif conn.inflight:  # a stateless request left behind (disconnect, error): cancel it
