@@ -44,6 +44,24 @@ async def test_cancelled_reads_say_nothing_and_never_run_and_the_others_answer(p
             release.set()
 
 
+async def test_a_cancellation_naming_no_id_cancels_nothing(profile: str) -> None:
+    """``requestId`` true or false is no id (JSON has booleans): request 1 and request 0 run on."""
+    app = App("t")
+    release = threading.Event()
+    app.resource("slow://x")(lambda: release.wait(5) and "done")
+    async with Session(app, profile) as (conn, wire):
+        try:
+            conn.feed_lines([read(0, "slow://x"), read(1, "slow://x")])
+            await asyncio.sleep(0.05)
+            for flag in (True, False):
+                conn.feed(orjson.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                        "params": {"requestId": flag}}))
+            release.set()
+            assert set(await wire.answered({0, 1})) == {0, 1}
+        finally:
+            release.set()
+
+
 async def test_a_batch_with_a_cancelled_member_is_answered(profile: str) -> None:
     """A 2025-03-26 batch whose slow member is cancelled: the batch is answered at once with its
     other members' replies alone."""

@@ -111,6 +111,8 @@ async def test_finished_stream_kept_only_for_a_grace_period(served) -> None:
     key, _, _ = event_id.rpartition(".")
     again = await get_stream(asgi, headers, raw=[(b"last-event-id", f"{key}.0".encode())]).done()
     assert again.status == 200 and b'"id":1' in again.body_bytes  # within the grace period
+    huge = await get_stream(asgi, headers, raw=[(b"last-event-id", f"{key}.{'9' * 5000}".encode())]).done()
+    assert huge.status == 400 and b"Last-Event-ID" in huge.body_bytes
     asgi.sessions[sid_of(headers)].replay.grace = 0.0
     late = await get_stream(asgi, headers, raw=[(b"last-event-id", f"{key}.0".encode())]).done()
     assert late.status == 400

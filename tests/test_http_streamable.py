@@ -252,6 +252,12 @@ def test_batches_on_2025_03_26(url):
     # a client response inside a batch gets no answer of its own
     mixed = post(url, [read_message(3, "item://2"), {"jsonrpc": "2.0", "id": "s1", "result": {}}], headers)
     assert [r["id"] for r in mixed.json()] == [3]
+    # an id no request may have (a list) is refused in its place; the read beside it is still answered
+    odd = post(url, [{"jsonrpc": "2.0", "id": [1], "method": "ping"}, read_message(4, "item://1")], headers)
+    assert odd.status_code == 200, odd.text
+    answers = odd.json()
+    assert {(r.get("id"), "error" in r) for r in answers} == {(None, True), (4, False)}
+    assert next(r for r in answers if "error" in r)["error"]["code"] == -32600
     _, newer = session(url, "2025-06-18")
     rejected = post(url, [request(1, "ping")], newer)
     assert rejected.status_code == 400 and rejected.json()["error"]["code"] == -32600

@@ -110,7 +110,7 @@ def _initialized(conn: Connection, params: dict[str, Any]) -> None:
 
 def _cancelled(conn: Connection, params: dict[str, Any]) -> None:
     rid = params.get("requestId")
-    if isinstance(rid, (str, int)):
+    if type(rid) is str or type(rid) is int:  # (a bool is no id: True would cancel request 1)
         conn.cancel(rid)
 
 

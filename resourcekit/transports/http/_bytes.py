@@ -41,7 +41,7 @@ __all__ = ["PostSink", "send_bytes"]
 
 log = logging.getLogger("resourcekit")
 
-_RANGE = re.compile(rb"\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*")
+_RANGE = re.compile(rb"\s*bytes\s*=\s*(\d{0,18})\s*-\s*(\d{0,18})\s*")  # (more digits: no range, ignored)
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._ +-]")
 _EXPOSED = (b"access-control-expose-headers", b"MCP-Resource-Uri, ETag, Content-Range, Accept-Ranges, "
                                                b"Content-Disposition, Content-Length")

@@ -158,11 +158,12 @@ async def unanswered(send: Send, why: Any, sse_ok: bool) -> None:
 
 
 def request_ids(message: Any) -> list[Any]:
-    """Ids of the requests in a body (a response or a notification has none)."""
+    """Ids of the requests in a body that may be in flight (a response or a notification has none,
+    and a request whose id is no string or integer was refused at once)."""
     if type(message) is dict:
-        return [message["id"]] if "method" in message and "id" in message else []
+        return [message["id"]] if "method" in message and type(message.get("id")) in (int, str) else []
     if type(message) is list:
-        return [m["id"] for m in message if type(m) is dict and "method" in m and "id" in m]
+        return [m["id"] for m in message if type(m) is dict and "method" in m and type(m.get("id")) in (int, str)]
     return []
 
 

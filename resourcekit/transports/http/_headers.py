@@ -146,9 +146,13 @@ def check_modern_headers(message: Any, headers: Mapping[bytes, bytes]) -> None:
                                  {"header": "Mcp-Name", "expected": value, "actual": name})
 
 
+MAX_DIGITS = 18  # digits of a number in a header: more is beyond any length, offset or count here
+
+
 def is_digits(text: str) -> bool:
-    """ASCII digits only: ``str.isdigit`` also admits superscripts (``int`` refuses them) and other scripts' digits."""
-    return text.isascii() and text.isdigit()
+    """ASCII digits only, at most ``MAX_DIGITS`` of them: ``str.isdigit`` also admits superscripts
+    (``int`` refuses them) and other scripts' digits, and ``int`` refuses over 4,300 digits."""
+    return len(text) <= MAX_DIGITS and text.isascii() and text.isdigit()
 
 
 def decode_header(value: str) -> str | None:
@@ -238,7 +242,7 @@ def check_length(declared: bytes | None, limit: int) -> None:
     if declared:
         if not declared.isdigit():  # bytes: ASCII digits only
             raise HTTPError(400, "Content-Length must be ASCII digits")
-        if int(declared) > limit:
+        if len(declared) > MAX_DIGITS or int(declared) > limit:
             raise HTTPError(413, f"Body larger than {limit} bytes")
 
 
