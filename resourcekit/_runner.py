@@ -83,11 +83,13 @@ QUIET: Any = object()
 class Lane:
     """One session's jobs, in order (see the module)."""
 
-    __slots__ = ("flush", "held", "jobs", "queued", "tick")
+    __slots__ = ("flush", "grew", "held", "jobs", "queued", "tick")
 
     def __init__(self, flush: Callable[[], None] | None = None) -> None:
         self.jobs: deque[Job] = deque()
         self.flush = flush  # called when a worker leaves the lane, or is stuck in one of its jobs
+        # told the size of a reply not small that a worker handed the session (its outbox counts them)
+        self.grew: Callable[[int], None] | None = None
         self.queued = False  # in the runner's ring (changed under its lock)
         self.held = False  # its session owes a reader too much: no worker takes its jobs
         self.tick = -1  # the last tick it was submitted to

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 import orjson
+import pytest
 
 from tests.support.http_server import http_server_process
 from tests.support.process import APPS, RawServer
@@ -27,17 +28,19 @@ def rss_mib(pid: int) -> float:
     raise AssertionError("no VmRSS")
 
 
-def test_a_reader_that_stops_reading_holds_the_session_not_the_replies() -> None:
-    reads = 100  # 100 MiB of replies owed once the reader stops reading
+@pytest.mark.parametrize(("uri", "size", "reads"), [("big://text", MiB, 100), ("mid://text", 200 << 10, 250)])
+def test_a_reader_that_stops_reading_holds_the_session_not_the_replies(uri: str, size: int, reads: int) -> None:
+    """100 MiB of replies owed once the reader stops reading (1 MiB replies, and 200 KiB ones,
+    which a worker does not write one by one): the session is held, not its replies."""
     with RawServer(APP) as server:
         server.initialize()
-        server.request(1, "resources/read", {"uri": "big://text"}, timeout=30)  # warm: one reply made
+        server.request(1, "resources/read", {"uri": uri}, timeout=30)  # warm: one reply made
         time.sleep(0.3)
         before = rss_mib(server.proc.pid)
         server.pump_paused = True
         # the pump thread stops taking stdout: from here nothing the server writes is read
         block = b"".join(orjson.dumps({"jsonrpc": "2.0", "id": 10 + i, "method": "resources/read",
-                                       "params": {"uri": "big://text"}}) + b"\n" for i in range(reads))
+                                       "params": {"uri": uri}}) + b"\n" for i in range(reads))
         server.send_raw(block)
         time.sleep(3.0)  # long enough for every read to be made, were the session not held
         grown = rss_mib(server.proc.pid) - before
@@ -45,7 +48,7 @@ def test_a_reader_that_stops_reading_holds_the_session_not_the_replies() -> None
         ids = set()
         while len(ids) < reads:
             reply = server.recv(timeout=60)
-            assert len(reply["result"]["contents"][0]["text"]) == MiB
+            assert len(reply["result"]["contents"][0]["text"]) == size
             ids.add(reply["id"])
         assert ids == set(range(10, 10 + reads))
         assert server.request(999, "resources/read", {"uri": "fast://x"})["result"]["contents"][0]["text"] == "fast"

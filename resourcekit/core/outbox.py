@@ -4,8 +4,9 @@ Every message for the session passes here: replies encoded in the worker that ma
 notifications, errors.  The outbox coalesces them: those of one loop iteration go out in one
 write at its end, and those a worker made in a row for the session in one write when the worker
 leaves the session's lane (``Lane.flush``, or the runner's look at a worker stuck in a slow job;
-a worker serving the lane long flushes every ``FLUSH_EVERY`` jobs, and a big reply goes at once:
-``Request.run``).
+a worker serving the lane long flushes every ``FLUSH_EVERY`` jobs), or once the replies of at least
+``COUNTED_REPLY`` bytes it made add up to ``FLUSH_BYTES`` (``grew``: a big reply goes at once).
+Replies wait unwritten for at most about 1.25 MiB (``FLUSH_EVERY`` small ones, and ``FLUSH_BYTES``).
 
 It bounds what the session may owe its reader (``Limits.max_owed_bytes``): past it the session
 is *held* (``Connection.hold``: its waiting jobs stay unstarted, what it reads waits, and the
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["Outbox"]
 
 DRAIN_LOOK = 0.02  # seconds between looks at a held session's reader
+FLUSH_BYTES = 256 * 1024  # bytes of replies not small (``grew``) that a worker's flush waits for at most
 get_ident = threading.get_ident
 
 
@@ -53,6 +55,7 @@ class Outbox:
         self.put: Callable[[bytes], None] = self._pending.append
         self._lock = threading.Lock()
         self._scheduled = False  # a flush is due at the end of this loop iteration
+        self._grown = 0  # bytes of replies not small put since the last flush (``grew``; about: no lock)
         self.conn: Session | None = None  # the session it holds when its reader owes too much
         self.on_hold: Callable[[bool], None] | None = None  # the transport's: stop (True) or go on reading
 
@@ -71,11 +74,19 @@ class Outbox:
                 with contextlib.suppress(RuntimeError):  # the loop is closed: nobody to write it
                     self._loop.call_soon_threadsafe(self.flush)
 
+    def grew(self, size: int) -> None:
+        """A worker put a reply of ``size`` bytes, not small (``Request.run``): written once such
+        replies add up to ``FLUSH_BYTES``, so that the session is held in time."""
+        self._grown += size
+        if self._grown >= FLUSH_BYTES:
+            self.flush()
+
     def flush(self) -> None:
         """Hand what waits to the transport, in one write (from any thread); hold the session when
         its reader owes more than the limit."""
         with self._lock:
             self._scheduled = False
+            self._grown = 0
             pending = self._pending
             if not pending:
                 return

@@ -30,9 +30,9 @@ if TYPE_CHECKING:
 __all__ = ["Batch", "Request", "Send", "Sink", "Watch"]
 
 log = logging.getLogger("resourcekit")
-# bytes: a reply a worker hands to the session's sink this big goes out at once (its lane's flush),
-# not with the worker's others when it leaves the lane
-BIG_REPLY = 256 * 1024
+# bytes: a reply a worker hands to the session's sink this big is counted (its lane's ``grew``: the
+# outbox writes such replies once they add up), so that what the reader owes is known in time
+COUNTED_REPLY = 4096
 
 #: where messages for a client go: a JSON-RPC message (a dict, or a list for a batch), or a
 #: successful response already encoded as one JSON line (``bytes``)
@@ -211,10 +211,10 @@ class Request:
         sink = self.sink
         if sink is not None:
             self.answer(data, None, sink)
-            if len(data) >= BIG_REPLY:  # coalescing saves nothing there, and the reader may owe too much
-                flush = self.conn.lane.flush
-                if flush is not None:
-                    flush()
+            if len(data) >= COUNTED_REPLY:
+                grew = self.conn.lane.grew
+                if grew is not None:
+                    grew(len(data))
             return QUIET
         return data
 

@@ -121,6 +121,7 @@ class Server:
         conn.outbox = outbox
         outbox.conn = conn
         conn.lane.flush = outbox.flush  # a worker's replies for the session, written when it leaves them
+        conn.lane.grew = outbox.grew  # ... or once those not small add up (the reader's debt is known)
         return conn
 
     def connect(self, send: Send, *, stateless: bool = False, sink: Sink | None = None) -> Connection:

@@ -1,4 +1,5 @@
-"""An app for the request pipeline's tests: a big text, a slow template and a fast resource."""
+"""An app for the request pipeline's tests: a big text, a middling one (under the size a worker
+writes at once), a slow template and a fast resource."""
 
 import time
 
@@ -11,6 +12,14 @@ BIG = "x" * (1 << 20)
 @app.resource("big://text")
 def big() -> str:
     return BIG
+
+
+@app.resource("mid://text")
+def mid() -> str:
+    return MID
+
+
+MID = "m" * (200 << 10)
 
 
 @app.template("slow://{n}")
