@@ -55,6 +55,35 @@ def test_a_reader_that_stops_reading_holds_the_session_not_the_replies(uri: str,
     assert grown < 32, f"the server grew {grown:.0f} MiB while its reader did not read"
 
 
+def test_a_subscriber_that_does_not_read_is_not_sent_every_change_meanwhile() -> None:
+    """100 subscribed URIs (6 KB each) that change 20 times a second, 12 MB/s of updates, for a
+    reader that stops reading: once it owes too much, an update waits in the outbox merged with
+    the one waiting for its URI; the server stays small and answers once the reader reads."""
+    uris = [f"tick://{i}-" + "z" * 6000 for i in range(100)]
+    with RawServer(APP) as server:
+        server.initialize()
+        server.send_raw(b"".join(orjson.dumps({"jsonrpc": "2.0", "id": 10 + i, "method": "resources/subscribe",
+                                               "params": {"uri": uri}}) + b"\n" for i, uri in enumerate(uris)))
+        answered: set[int] = set()
+        while len(answered) < len(uris):
+            message = server.recv(timeout=30)
+            if "id" in message:
+                answered.add(message["id"])
+        time.sleep(0.5)
+        before = rss_mib(server.proc.pid)
+        server.pump_paused = True
+        time.sleep(4.0)  # 48 MB of updates, were each one sent
+        grown = rss_mib(server.proc.pid) - before
+        server.resume_pump()
+        server.send({"jsonrpc": "2.0", "id": 999, "method": "ping"})
+        told = set()
+        while (message := server.recv(timeout=30)).get("id") != 999:
+            told.add(message["params"]["uri"])
+        assert told == set(uris)
+    assert grown < 16, f"the server grew {grown:.0f} MiB while its subscriber did not read"
+    assert "Traceback" not in server.stderr
+
+
 def test_one_sessions_slow_handlers_keep_no_other_sessions_read_waiting() -> None:
     with http_server_process(APP) as url:
         headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}

@@ -40,12 +40,41 @@ if TYPE_CHECKING:
     from ._base import ServerView as Server
     from ._base import SessionView as Connection
 
-__all__ = ["HANDSHAKE", "STATELESS", "Subscriptions"]
+__all__ = ["HANDSHAKE", "STATELESS", "Subscriptions", "coalescing_key", "newest_wins"]
 
 UPDATED = "notifications/resources/updated"
 LIST_CHANGED = "notifications/resources/list_changed"
 CONTENT_CHANGED = "notifications/resources/content_changed"
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
+
+
+# --- notifications that wait for a reader: "look again" about the same thing once is enough ------
+
+
+def coalescing_key(message: Any) -> tuple[str, ...] | None:
+    """What makes a queued notification redundant: the same kind about the same URI."""
+    if type(message) is not dict:
+        return None
+    method = message.get("method")
+    if method == LIST_CHANGED:
+        return (method,)
+    if method in (UPDATED, CONTENT_CHANGED):
+        params = message.get("params")
+        if type(params) is dict:
+            about = params.get("resource") if method == CONTENT_CHANGED else params
+            uri = about.get("uri") if type(about) is dict else None
+            if type(uri) is str:
+                return (method, uri)
+    return None
+
+
+def newest_wins(message: dict[str, Any]) -> bool:
+    """Whether ``message`` replaces a waiting one with its coalescing key (it carries what the
+    resource is now: ``content_changed``, an ``updated`` with contents), or adds nothing to it."""
+    if message.get("method") == CONTENT_CHANGED:
+        return True
+    params = message.get("params")
+    return type(params) is dict and "contents" in params
 
 
 class Subscriber:

@@ -1,5 +1,6 @@
 """An app for the request pipeline's tests: a big text, a middling one (under the size a worker
-writes at once), a slow template and a fast resource."""
+writes at once), a slow template, a fast resource and a template whose instances change on every
+poll."""
 
 import time
 
@@ -26,6 +27,11 @@ MID = "m" * (200 << 10)
 def slow(n: int) -> str:
     time.sleep(0.3)
     return f"slow {n}"
+
+
+@app.template("tick://{name}", poll=0.05)
+def tick(name: str) -> str:
+    return str(time.monotonic_ns())
 
 
 @app.resource("fast://x")

@@ -12,6 +12,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from ...methods.subscriptions import coalescing_key, newest_wins
 from ._headers import Headers, HTTPError, Receive, Send, encode
 
 KEEPALIVE = b": keep-alive\n\n"
@@ -22,12 +23,6 @@ POST_STREAMS_KEPT = 64  # streams a session keeps for Last-Event-ID at most
 # what a waiting response can be woken with besides a message from the core
 CANCELLED: Any = object()  # notifications/cancelled took the request away: no answer follows
 ENDED: Any = object()  # the session (or the server) ended, or a newer GET stream took over
-
-# notifications that say "look again": a second one about the same thing adds nothing
-UPDATED = "notifications/resources/updated"
-CONTENT_CHANGED = "notifications/resources/content_changed"
-LIST_CHANGED = "notifications/resources/list_changed"
-
 
 class Inbox(deque[Any]):
     """Messages for one response, in order (the inbox is their deque); cheaper than an asyncio.Queue.
@@ -124,8 +119,8 @@ class BoundedInbox(Inbox):
         if key is not None:
             queued = self.keys.get(key)
             if queued is not None:
-                if key[0] == CONTENT_CHANGED:
-                    queued.clear()  # nobody else holds a queued message: the newest state wins
+                if newest_wins(message):
+                    queued.clear()  # nobody else holds a queued message
                     queued.update(message)
                 return
             self.keys[key] = message
@@ -159,23 +154,6 @@ class BoundedInbox(Inbox):
         self.keys.clear()
         self.others = 0
         return items
-
-
-def coalescing_key(message: Any) -> tuple[str, ...] | None:
-    """What makes a queued notification redundant: the same kind about the same URI."""
-    if type(message) is not dict:
-        return None
-    method = message.get("method")
-    if method == LIST_CHANGED:
-        return (method,)
-    if method in (UPDATED, CONTENT_CHANGED):
-        params = message.get("params")
-        if type(params) is dict:
-            about = params.get("resource") if method == CONTENT_CHANGED else params
-            uri = about.get("uri") if type(about) is dict else None
-            if type(uri) is str:
-                return (method, uri)
-    return None
 
 
 class Stream:
