@@ -21,7 +21,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
@@ -44,6 +44,9 @@ if TYPE_CHECKING:
     from .router import Router
 
 __all__ = ["GONE", "Broker", "Reporter", "Tracker", "Watched"]
+
+#: how a sync handler's read is run in a worker: ``await run(fn)`` (a session's turn, ``ThreadRunner.call``)
+Run = Callable[[Callable[[], Any]], Awaitable[Any]]
 
 
 class Watched(AppView, Protocol):
@@ -174,14 +177,15 @@ class Tracker:
         self.versions.pop(uri, None)
         self.instance_versions.pop(uri, None)
 
-    async def read_version(self, uri: str) -> str:
-        """Read ``uri`` now and hash what it serves (``GONE`` when nothing does)."""
-        return (await self._read_contents(uri))[0]
+    async def read_version(self, uri: str, run: Run | None = None) -> str:
+        """Read ``uri`` now and hash what it serves (``GONE`` when nothing does); a sync handler
+        through ``run`` (a subscribing session's turn in its runner), else in a runner's shared lane."""
+        return (await self._read_contents(uri, run))[0]
 
-    async def _read_contents(self, uri: str) -> tuple[str, list[Content] | None]:
+    async def _read_contents(self, uri: str, run: Run | None = None) -> tuple[str, list[Content] | None]:
         """Read ``uri`` now: its version and contents (``GONE`` and None when nothing serves it)."""
         try:
-            return await self._read_contents_of(uri)
+            return await self._read_contents_of(uri, run)
         except ResourceNotFound:
             return GONE, None
 
@@ -284,27 +288,30 @@ class Tracker:
                     watched.append(uri)
                 else:
                     self.forget(uri)  # nobody listens: forget, re-read lazily
-            # re-read concurrently: sync handlers spread over the worker threads
-            reads = await asyncio.gather(*(self._read_contents(u) for u in watched), return_exceptions=True)
-            for uri, read in zip(watched, reads, strict=True):
-                if isinstance(read, BaseException):
-                    self.log_failure(uri, read)
-                    continue
-                version, contents = read
-                self.checks += 1
-                if version == GONE:  # deleted: no version to show in listings; subscribers hear it once
-                    self.forget(uri)
-                else:
-                    self.observe(uri, version)
-                if spans.ON:
-                    telemetry.causes.reporting(uri)  # the causes of this change, for the notifications
-                if uri in self._watched:
-                    for reporter in list(self._reporters):
-                        reporter.changed(uri, version, contents)
-                if self.broker is not None:
-                    self.broker.changed(uri, version)
+            # re-read concurrently (sync handlers spread over the worker threads), each URI's
+            # subscribers told once its own read is done: a slow one holds up no other
+            await asyncio.gather(*(self._recheck(uri) for uri in watched), return_exceptions=True)
 
-    async def _read_contents_of(self, uri: str) -> tuple[str, list[Content] | None]:
+    async def _recheck(self, uri: str) -> None:
+        try:
+            version, contents = await self._read_contents(uri)
+        except Exception as exc:
+            self.log_failure(uri, exc)
+            return
+        self.checks += 1
+        if version == GONE:  # deleted: no version to show in listings; subscribers hear it once
+            self.forget(uri)
+        else:
+            self.observe(uri, version)
+        if spans.ON:
+            telemetry.causes.reporting(uri)  # the causes of this change, for the notifications
+        if uri in self._watched:
+            for reporter in list(self._reporters):
+                reporter.changed(uri, version, contents)
+        if self.broker is not None:
+            self.broker.changed(uri, version)
+
+    async def _read_contents_of(self, uri: str, run: Run | None) -> tuple[str, list[Content] | None]:
         match = self.registry.router.match(uri)
         if match is None:
             return GONE, None
@@ -315,7 +322,7 @@ class Tracker:
         if handler.sig.is_async:
             contents = to_contents(uri, await handler.fn(**kwargs), handler.mime_type)
         else:
-            contents = await self.in_thread(lambda: to_contents(uri, handler.fn(**kwargs), handler.mime_type))
+            contents = await self.in_thread(lambda: to_contents(uri, handler.fn(**kwargs), handler.mime_type), run)
         return combined_version(contents), contents
 
     def log_failure(self, uri: str, exc: BaseException) -> None:
@@ -330,8 +337,8 @@ class Tracker:
         else:
             log.error("re-reading %s to check for changes still fails: %r", uri, exc)
 
-    async def in_thread(self, fn: Callable[[], Any]) -> Any:
-        return await self._reporters[-1].runner.call(fn)
+    async def in_thread(self, fn: Callable[[], Any], run: Run | None = None) -> Any:
+        return await (run or self._reporters[-1].runner.call)(fn)
 
     async def leases(self, uris: list[str], ttl: float) -> list[str] | None:
         """Of ``uris``, those this process polls (``polling.Pollers``); None: all (no broker)."""

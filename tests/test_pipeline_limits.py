@@ -124,6 +124,48 @@ def test_one_sessions_slow_handlers_keep_no_other_sessions_read_waiting() -> Non
         assert answered - started < 1.0
 
 
+def test_one_sessions_subscribes_keep_no_other_sessions_subscribe_waiting() -> None:
+    """A subscription starts from a read of what the resource is now: that read takes its session's
+    turn, so 250 subscribes to a handler that blocks 300 ms keep no other session's subscribe
+    waiting (they were all in one lane, the runner's shared one, first in first out)."""
+    with http_server_process(APP) as url:
+        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+        def session(client: httpx.Client) -> dict[str, str]:
+            response = client.post(url, headers=headers, json=initialize())
+            own = {**headers, "mcp-session-id": response.headers["mcp-session-id"],
+                   "mcp-protocol-version": "2025-11-25"}
+            client.post(url, headers=own, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+            return own
+
+        flood_done: list[float] = []
+
+        async def flood(own: dict[str, str]) -> None:
+            async with httpx.AsyncClient(timeout=120, limits=httpx.Limits(max_connections=250)) as client:
+                async def one(i: int) -> None:
+                    response = await client.post(url, headers=own, json={
+                        "jsonrpc": "2.0", "id": i, "method": "resources/subscribe", "params": {"uri": f"slow://{i}"}})
+                    assert response.json()["result"] == {}
+
+                await asyncio.gather(*(one(i) for i in range(1, 251)))
+            flood_done.append(time.monotonic())
+
+        with httpx.Client(timeout=60) as client:
+            flooding = threading.Thread(target=asyncio.run, args=(flood(session(client)),))
+            own = session(client)
+            flooding.start()
+            time.sleep(0.5)  # the flood is being served: every worker is in a slow read
+            started = time.monotonic()
+            response = client.post(url, headers=own, json={"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe",
+                                                           "params": {"uri": "fast://x"}})
+            answered = time.monotonic()
+            assert response.json()["result"] == {}
+            flooding.join(120)
+        # about 2.3 s of slow reads for 32 workers: the subscribe waited 1.4 to 1.8 s behind them
+        assert flood_done and flood_done[0] - answered > 0.5, "the subscribe waited for the flood"
+        assert answered - started < 0.5
+
+
 def test_a_flood_of_stateless_requests_keeps_no_sessions_read_waiting() -> None:
     """2026-07-28 requests, each a connection of no session, share one lane: 300 slow ones at once
     take their turn with a session's read instead of each being a lane ahead of it."""
