@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
@@ -84,117 +86,97 @@ def test_a_subscriber_that_does_not_read_is_not_sent_every_change_meanwhile() ->
     assert "Traceback" not in server.stderr
 
 
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def open_session(client: httpx.Client, url: str, version: str = "2025-11-25") -> dict[str, str]:
+    """A handshake-era session over HTTP: the headers its requests carry."""
+    response = client.post(url, headers=HEADERS, json=initialize(version))
+    own = {**HEADERS, "mcp-session-id": response.headers["mcp-session-id"], "mcp-protocol-version": version}
+    client.post(url, headers=own, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return own
+
+
+def asked_during(flood: Callable[[], Any], ask: Callable[[], httpx.Response],
+                 after: float = 1.0) -> tuple[httpx.Response, float, float]:
+    """``flood()`` on a thread and, ``after`` seconds in (every worker is in a slow handler), ``ask()``:
+    its response, how long it took, and how long the flood went on after it was answered."""
+    flood_done: list[float] = []
+
+    def flooding() -> None:
+        flood()
+        flood_done.append(time.monotonic())
+
+    thread = threading.Thread(target=flooding)
+    thread.start()
+    time.sleep(after)
+    started = time.monotonic()
+    response = ask()
+    answered = time.monotonic()
+    thread.join(120)
+    assert flood_done, "the flood did not end"
+    return response, answered - started, flood_done[0] - answered
+
+
 def test_one_sessions_slow_handlers_keep_no_other_sessions_read_waiting() -> None:
-    with http_server_process(APP) as url:
-        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-
-        def session(client: httpx.Client, version: str) -> dict[str, str]:
-            response = client.post(url, headers=headers, json={
-                "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                    "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
-            sid = response.headers["mcp-session-id"]
-            own = {**headers, "mcp-session-id": sid, "mcp-protocol-version": version}
-            client.post(url, headers=own, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
-            return own
-
-        flood_done: list[float] = []
-
+    with http_server_process(APP) as url, httpx.Client(timeout=30) as client:
         def flood() -> None:  # 300 reads of a handler that blocks 300 ms, in one batch
-            with httpx.Client(timeout=120) as client:
-                own = session(client, "2025-03-26")
-                batch = [{"jsonrpc": "2.0", "id": i, "method": "resources/read", "params": {"uri": f"slow://{i}"}}
-                         for i in range(1, 301)]
-                response = client.post(url, headers=own, json=batch)
-                flood_done.append(time.monotonic())
-                assert len(response.json()) == 300
+            with httpx.Client(timeout=120) as flooder:
+                own = open_session(flooder, url, "2025-03-26")
+                batch = [read_message(i, f"slow://{i}") for i in range(1, 301)]
+                assert len(flooder.post(url, headers=own, json=batch).json()) == 300
 
-        with httpx.Client(timeout=30) as client:
-            own = session(client, "2025-11-25")
-            flooding = threading.Thread(target=flood)
-            flooding.start()
-            time.sleep(1.0)  # the flood is being served: every worker is in a slow read
-            started = time.monotonic()
-            response = client.post(url, headers=own, json={"jsonrpc": "2.0", "id": 1, "method": "resources/read",
-                                                           "params": {"uri": "fast://x"}})
-            answered = time.monotonic()
-            assert response.json()["result"]["contents"][0]["text"] == "fast"
-            flooding.join(120)
-        # answered in about one slow read's time, while the flood still had a good part to go
-        assert flood_done and flood_done[0] - answered > 0.5, "the fast read waited for the flood"
-        assert answered - started < 1.0
+        own = open_session(client, url)
+        response, took, flood_left = asked_during(flood, lambda: client.post(url, headers=own,
+                                                                            json=read_message(1, "fast://x")))
+        assert response.json()["result"]["contents"][0]["text"] == "fast"
+    # answered in about one slow read's time, while the flood still had a good part to go
+    assert flood_left > 0.5, "the fast read waited for the flood"
+    assert took < 1.0
 
 
 def test_one_sessions_subscribes_keep_no_other_sessions_subscribe_waiting() -> None:
     """A subscription starts from a read of what the resource is now: that read takes its session's
     turn, so 250 subscribes to a handler that blocks 300 ms keep no other session's subscribe
     waiting (they were all in one lane, the runner's shared one, first in first out)."""
-    with http_server_process(APP) as url:
-        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    with http_server_process(APP) as url, httpx.Client(timeout=60) as client:
+        flooding = open_session(client, url)
 
-        def session(client: httpx.Client) -> dict[str, str]:
-            response = client.post(url, headers=headers, json=initialize())
-            own = {**headers, "mcp-session-id": response.headers["mcp-session-id"],
-                   "mcp-protocol-version": "2025-11-25"}
-            client.post(url, headers=own, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
-            return own
-
-        flood_done: list[float] = []
-
-        async def flood(own: dict[str, str]) -> None:
-            async with httpx.AsyncClient(timeout=120, limits=httpx.Limits(max_connections=250)) as client:
+        async def flood() -> None:
+            async with httpx.AsyncClient(timeout=120, limits=httpx.Limits(max_connections=250)) as flooder:
                 async def one(i: int) -> None:
-                    response = await client.post(url, headers=own, json={
+                    response = await flooder.post(url, headers=flooding, json={
                         "jsonrpc": "2.0", "id": i, "method": "resources/subscribe", "params": {"uri": f"slow://{i}"}})
                     assert response.json()["result"] == {}
 
                 await asyncio.gather(*(one(i) for i in range(1, 251)))
-            flood_done.append(time.monotonic())
 
-        with httpx.Client(timeout=60) as client:
-            flooding = threading.Thread(target=asyncio.run, args=(flood(session(client)),))
-            own = session(client)
-            flooding.start()
-            time.sleep(0.5)  # the flood is being served: every worker is in a slow read
-            started = time.monotonic()
-            response = client.post(url, headers=own, json={"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe",
-                                                           "params": {"uri": "fast://x"}})
-            answered = time.monotonic()
-            assert response.json()["result"] == {}
-            flooding.join(120)
-        # about 2.3 s of slow reads for 32 workers: the subscribe waited 1.4 to 1.8 s behind them
-        assert flood_done and flood_done[0] - answered > 0.5, "the subscribe waited for the flood"
-        assert answered - started < 0.5
+        own = open_session(client, url)
+        response, took, flood_left = asked_during(lambda: asyncio.run(flood()), lambda: client.post(
+            url, headers=own, json={"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe",
+                                    "params": {"uri": "fast://x"}}), after=0.5)
+        assert response.json()["result"] == {}
+    # about 2.3 s of slow reads for 32 workers: the subscribe waited 1.4 to 1.8 s behind them
+    assert flood_left > 0.5, "the subscribe waited for the flood"
+    assert took < 0.5
 
 
 def test_a_flood_of_stateless_requests_keeps_no_sessions_read_waiting() -> None:
     """2026-07-28 requests, each a connection of no session, share one lane: 300 slow ones at once
     take their turn with a session's read instead of each being a lane ahead of it."""
-    with http_server_process(APP) as url:
-        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-        flood_done: list[float] = []
-
+    with http_server_process(APP) as url, httpx.Client(timeout=30) as client:
         async def flood() -> None:  # 300 slow reads at once, each its own POST
-            async with httpx.AsyncClient(timeout=120, limits=httpx.Limits(max_connections=300)) as client:
+            async with httpx.AsyncClient(timeout=120, limits=httpx.Limits(max_connections=300)) as flooder:
                 async def one(i: int) -> None:
-                    response = await client.post(url, json=read_message(i, f"slow://{i}", modern=True),
-                                                 headers={**headers, **modern_headers("resources/read", f"slow://{i}")})
+                    response = await flooder.post(url, json=read_message(i, f"slow://{i}", modern=True),
+                                                  headers={**HEADERS, **modern_headers("resources/read", f"slow://{i}")})
                     assert response.json()["result"]["contents"][0]["text"] == f"slow {i}"
 
                 await asyncio.gather(*(one(i) for i in range(1, 301)))
-            flood_done.append(time.monotonic())
 
-        with httpx.Client(timeout=30) as client:
-            response = client.post(url, headers=headers, json=initialize())
-            own = {**headers, "mcp-session-id": response.headers["mcp-session-id"],
-                   "mcp-protocol-version": "2025-11-25"}
-            client.post(url, headers=own, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
-            flooding = threading.Thread(target=asyncio.run, args=(flood(),))
-            flooding.start()
-            time.sleep(1.0)  # the flood is being served: every worker is in a slow read
-            started = time.monotonic()
-            response = client.post(url, headers=own, json=read_message(1, "fast://x"))
-            answered = time.monotonic()
-            assert response.json()["result"]["contents"][0]["text"] == "fast"
-            flooding.join(120)
-        assert flood_done and flood_done[0] - answered > 0.5, "the session's read waited for the flood"
-        assert answered - started < 1.0
+        own = open_session(client, url)
+        response, took, flood_left = asked_during(lambda: asyncio.run(flood()), lambda: client.post(
+            url, headers=own, json=read_message(1, "fast://x")))
+        assert response.json()["result"]["contents"][0]["text"] == "fast"
+    assert flood_left > 0.5, "the session's read waited for the flood"
+    assert took < 1.0
