@@ -11,17 +11,18 @@ Replies wait unwritten for at most about 1.25 MiB (``FLUSH_EVERY`` small ones, a
 It bounds what the session may owe its reader (``Limits.max_owed_bytes``): past it the session
 is *held* (``Connection.hold``: its waiting jobs stay unstarted, what it reads waits, and the
 transport stops reading), and released once the transport took the bytes and its reader caught
-up below half the limit.  While it is held, notifications wait in the outbox instead (they keep
-coming: changes to what the session subscribed to), an ``updated`` merged with one waiting about the
-same URI (``methods.subscriptions.coalescing_key``), others at most ``max_pending`` (past it they are
-dropped, and a warning logged once per hold); they are written when the session is released.  The
-outbox writes nothing itself: ``write`` is the transport's, and takes bytes from any thread.
+up below half the limit.  While it is held, the notifications that keep coming whatever the
+session does (``updated``, ``list_changed``, ``content_changed``: changes to what it subscribed to)
+wait in the outbox instead, each merged with one waiting about the same thing
+(``methods.subscriptions.coalescing_key``: at most one per subscribed URI), and are written when
+the session is released; others (a request's log messages, bounded by the requests running) go on
+in order with the replies.  The outbox writes nothing itself: ``write`` is the transport's, and
+takes bytes from any thread.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from orjson import OPT_APPEND_NEWLINE, dumps
 
 from ..methods.subscriptions import coalescing_key, newest_wins
+from ..revisions import META_SUBSCRIPTION_ID
 
 if TYPE_CHECKING:
     import asyncio
@@ -38,7 +40,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Outbox"]
 
-log = logging.getLogger("resourcekit")
 DRAIN_LOOK = 0.02  # seconds between looks at a held session's reader
 FLUSH_BYTES = 256 * 1024  # bytes of replies not small (``grew``) that a worker's flush waits for at most
 get_ident = threading.get_ident
@@ -48,7 +49,7 @@ class Outbox:
     """The replies and notifications of one session, on their way to its transport's ``write``."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, write: Callable[[bytes], None],
-                 owed: Callable[[], int], limit: int, max_pending: int = 1000) -> None:
+                 owed: Callable[[], int], limit: int) -> None:
         self._loop = loop
         self._loop_thread = threading.get_ident()
         self._write = write  # the transport's: any thread
@@ -65,10 +66,8 @@ class Outbox:
         self._grown = 0  # bytes of replies not small put since the last flush (``grew``; about: no lock)
         self.conn: Session | None = None  # the session it holds when its reader owes too much
         self.on_hold: Callable[[bool], None] | None = None  # the transport's: stop (True) or go on reading
-        # notifications waiting while the session is held: coalescing key (or a count) -> message
-        self._parked: dict[Any, dict[str, Any]] = {}
-        self._others = 0  # parked notifications that merge with none
-        self.max_pending = max_pending
+        # notifications waiting while the session is held: coalescing key -> message
+        self._parked: dict[tuple[Any, ...], dict[str, Any]] = {}
 
     def send(self, message: Any) -> None:
         """A message for the session (``Connection.send``, a request's ``reply``), from any thread:
@@ -112,34 +111,25 @@ class Outbox:
             self.hold()
 
     def _park(self, message: dict[str, Any]) -> bool:
-        """While the session is held: a notification waits here (see the module); False: the
-        session was released meanwhile."""
+        """While the session is held: a change notification waits here (see the module); False:
+        not one, or the session was released meanwhile."""
+        kind = coalescing_key(message)
+        if kind is None:
+            return False
+        meta = message.get("params", {}).get("_meta")  # a listen's: one waits per subscription
+        key = (*kind, meta.get(META_SUBSCRIPTION_ID) if type(meta) is dict else None)
         with self._lock:
             conn = self.conn
             if conn is None or not conn.held:
                 return False
-            parked = self._parked
-            key: Any = coalescing_key(message)
-            if key is not None and key in parked:
-                if newest_wins(message):
-                    parked[key] = message  # (in the waiting one's place)
-                return True
-            if key is None:
-                if self._others >= self.max_pending:
-                    if self._others == self.max_pending:
-                        log.warning("a session's reader does not read: notifications past "
-                                    "max_pending_notifications (%d) dropped", self.max_pending)
-                        self._others += 1
-                    return True
-                self._others += 1
-                key = self._others
-            parked[key] = message
+            if key not in self._parked or newest_wins(message):
+                self._parked[key] = message  # (a newer one in the waiting one's place)
             return True
 
     def _unpark(self) -> None:
         """The notifications that waited, on their way (the session is released)."""
         with self._lock:
-            parked, self._parked, self._others = self._parked, {}, 0
+            parked, self._parked = self._parked, {}
             for message in parked.values():
                 self._pending.append(dumps(message, option=OPT_APPEND_NEWLINE))
 

@@ -116,8 +116,7 @@ class Server:
         """A session whose messages go out as one stream of JSON lines (stdio, ``testing.Client``)
         through an ``Outbox``: ``write`` takes bytes from any thread; ``owed`` says how many the
         transport took and its reader has not (``Limits.max_owed_bytes``)."""
-        limits = self.app.limits
-        outbox = Outbox(self.loop, write, owed, limits.max_owed_bytes, limits.max_pending_notifications)
+        outbox = Outbox(self.loop, write, owed, self.app.limits.max_owed_bytes)
         conn = self.connect(outbox.send, sink=outbox.put)
         conn.outbox = outbox
         outbox.conn = conn
