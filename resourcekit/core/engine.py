@@ -187,7 +187,8 @@ class Connection:
                     self._notification(method, params or {})
                 continue  # a receiver never answers a notification, even a bad one
             if type(rid) is not int and type(rid) is not str:
-                send(error_response(None, InvalidRequest("Invalid Request: id must be a string or integer")))
+                send(error_response(None, InvalidRequest(
+                    "Invalid Request: id must be a string or an integer of at most 64 bits")))
                 continue
             answer, answer_sink, spanned = send, sink, None
             if traced and telemetry.ON:  # a flag until a provider is configured (Server._probe)
