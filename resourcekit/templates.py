@@ -901,11 +901,8 @@ class UriTemplate:
             found = self._regex.fullmatch(uri, len(prefix))
             if found is None:
                 return None
-            if self._named:  # (a C call makes the dict)
-                named = found.groupdict()
-                if "%" not in uri:  # nothing to decode
-                    return named
-                return {name: unquote(raw) if "%" in raw else raw for name, raw in named.items()}
+            if self._named and "%" not in uri:  # nothing to decode: the match's own dict (a C call)
+                return found.groupdict()
             groups = found.groups()
         else:
             groups = scanner.groups(uri[len(prefix) :])
