@@ -13,7 +13,7 @@ structurally): the methods name no class of the engine, so the arrows point down
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._runner import Call
@@ -60,8 +60,8 @@ class SubscriptionsView(Protocol):
 
     def unsubscribe(self, conn: SessionView, uri: str) -> None: ...
 
-    async def starting_versions(self, conn: SessionView | None, uris: list[str],
-                                reader: SessionView) -> tuple[dict[str, str], list[str]]: ...
+    async def starting_versions(self, conn: SessionView, uris: list[str],
+                                known: Mapping[str, str]) -> tuple[dict[str, str], list[str]]: ...
 
     async def listen(self, req: RequestView) -> Any: ...
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import telemetry
@@ -171,7 +171,7 @@ class Subscriptions:
             uris = []
             embed = False
         subscription_id = req.id
-        versions, _ = await self.starting_versions(None, uris, req.conn)
+        versions, _ = await self.starting_versions(req.conn, uris, {})
         if req.cancelled:
             return PENDING
 
@@ -205,20 +205,19 @@ class Subscriptions:
         self.end_listen(req)
         req.respond({"_meta": {META_SUBSCRIPTION_ID: req.id}})
 
-    async def starting_versions(self, conn: Connection | None, uris: list[str],
-                                reader: Connection) -> tuple[dict[str, str], list[str]]:
-        """The version each subscriber starts from: the one the session last read, else read now
-        (a sync handler in the ``reader``'s turn: the subscribing session's lane of its runner).
+    async def starting_versions(self, conn: Connection, uris: list[str],
+                                known: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+        """The version each subscriber starts from: the one ``known`` holds (what the session
+        last read), else read now (a sync handler in ``conn``'s turn: its lane of its runner).
 
         Also which versions were remembered rather than read: once subscribed, those URIs
         are checked again, for they may have changed since the session read them.
         """
-        known = conn.seen if conn is not None else {}
         # one lookup per URI: reads in workers may start the table over between two
         versions = {uri: version for uri in uris if (version := known.get(uri)) is not None}
         remembered = list(versions)
         unknown = [uri for uri in uris if uri not in versions]
-        run = functools.partial(reader.runner.call, lane=reader.lane)
+        run = functools.partial(conn.runner.call, lane=conn.lane)
         read = await asyncio.gather(*(self.tracker.read_version(uri, run) for uri in unknown))
         versions.update(zip(unknown, read, strict=True))
         return versions, remembered
@@ -348,7 +347,7 @@ async def subscribe(req: Request) -> dict[str, Any]:
     shared = conn.shared
     held = subscriptions.of(conn) if shared is None else await shared.subscriptions()
     _check_cap(held, uris, limit)
-    versions, remembered = await subscriptions.starting_versions(conn, uris, conn)
+    versions, remembered = await subscriptions.starting_versions(conn, uris, conn.seen)
     if shared is None:  # other subscribes of this session may have landed meanwhile
         _check_cap(subscriptions.of(conn), uris, limit)
     if shared is not None:
