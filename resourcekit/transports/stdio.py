@@ -59,6 +59,7 @@ class _Pipe:
         self._closed = False
         self.on_written: Callable[[], None] | None = None  # told when the loop wrote some (``Outbox.drained``)
         if not self._file:
+            _widen_pipe(fd, mode)
             os.set_blocking(fd, False)
             if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):  # the reader closing its end shows as readable
                 self._loop.add_reader(fd, self._reader_gone)
@@ -285,7 +286,6 @@ async def _serve_stdio(app: Registry, stdin: Any, out_fd: int) -> None:
     server = Server(app, "pipe")
     server.start(ThreadRunner(loop, limits.max_workers, limits.max_queued_jobs))
     flow = _Flow()
-    _widen_pipe(out_fd)
     pipe = _Pipe(out_fd, flow)
     conn = server.stream(pipe.write, pipe.owed)
     outbox = conn.outbox
@@ -343,10 +343,10 @@ def _finish(done: asyncio.Future[None]) -> None:
         done.set_result(None)
 
 
-def _widen_pipe(fd: int) -> None:
+def _widen_pipe(fd: int, mode: int) -> None:
     """Let a pipe hold a whole big reply (Linux: 64 KiB by default), so that it goes out in one
     write rather than a loop iteration per 64 KiB; the system's limit for users is 1 MiB."""
-    if sys.platform == "linux" and stat.S_ISFIFO(os.fstat(fd).st_mode):
+    if sys.platform == "linux" and stat.S_ISFIFO(mode):
         with contextlib.suppress(OSError):
             fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
 
