@@ -14,7 +14,7 @@ from typing import Any
 from .errors import MCPError, ResourceNotFound
 from .revisions import META_SERVER_INFO
 
-__all__ = ["Era", "error_response"]
+__all__ = ["Era", "error_response", "is_request_id"]
 
 
 class Era:
@@ -44,6 +44,13 @@ class Era:
 
     def __repr__(self) -> str:
         return f"<Era {self.name}>"
+
+
+def is_request_id(value: Any) -> bool:
+    """Whether a request may carry ``value`` as its id: a string or an integer (JSON's ``true``
+    is no id, and an integer beyond 64 bits arrives as a float).  The envelope's own check is
+    this one, written out in ``Connection._receive_block``."""
+    return type(value) is str or type(value) is int
 
 
 def error_response(rid: Any, exc: BaseException, era: Era | None = None) -> dict[str, Any]:

@@ -186,7 +186,7 @@ class Connection:
                 if params is None or type(params) is dict:
                     self._notification(method, params or {})
                 continue  # a receiver never answers a notification, even a bad one
-            if type(rid) is not int and type(rid) is not str:
+            if type(rid) is not int and type(rid) is not str:  # (``eras.is_request_id``, written out)
                 send(error_response(None, InvalidRequest(
                     "Invalid Request: id must be a string or an integer of at most 64 bits")))
                 continue

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..context import LEVEL_RANK, LEVELS
+from ..eras import is_request_id
 from ..errors import InvalidParams, InvalidRequest
 from ..extensions import OptIn
 from ..revisions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, MODERN_VERSIONS
@@ -110,7 +111,7 @@ def _initialized(conn: Connection, params: dict[str, Any]) -> None:
 
 def _cancelled(conn: Connection, params: dict[str, Any]) -> None:
     rid = params.get("requestId")
-    if type(rid) is str or type(rid) is int:  # (a bool is no id: True would cancel request 1)
+    if is_request_id(rid):  # (True would cancel request 1)
         conn.cancel(rid)
 
 

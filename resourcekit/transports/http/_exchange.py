@@ -14,6 +14,7 @@ import logging
 from typing import Any
 
 from ...core import Connection
+from ...eras import is_request_id
 from ...methods.streaming import ByteStream
 from ._headers import Headers, HTTPError, Receive, Send, respond
 from ._sessions import Session
@@ -161,9 +162,9 @@ def request_ids(message: Any) -> list[Any]:
     """Ids of the requests in a body that may be in flight (a response or a notification has none,
     and a request whose id is no string or integer was refused at once)."""
     if type(message) is dict:
-        return [message["id"]] if "method" in message and type(message.get("id")) in (int, str) else []
+        return [message["id"]] if "method" in message and is_request_id(message.get("id")) else []
     if type(message) is list:
-        return [m["id"] for m in message if type(m) is dict and "method" in m and type(m.get("id")) in (int, str)]
+        return [m["id"] for m in message if type(m) is dict and "method" in m and is_request_id(m.get("id"))]
     return []
 
 
