@@ -1,16 +1,16 @@
 """Run sync jobs in worker threads, fairly between sessions, delivering results to the loop in batches.
 
 Every session has a ``Lane``: its jobs, in the order they came.  Workers take turns over the lanes
-that have jobs (a ring: a lane served goes to its back), taking up to ``TAKE`` jobs of a lane at
-once (one lock for a block of pipelined reads) and running them in order; a worker stuck in a slow
-one gives the others back (below), so one session's slow handlers never keep another session's
-fast read waiting longer than a worker takes to free up.  Jobs submitted during one loop iteration
+that have jobs (a ring: a lane served goes to its back), taking up to ``TAKE`` jobs at once, lane
+after lane in the ring's order (one lock for a block of pipelined reads, or for the reads of many
+HTTP sessions), and running them in order; a worker stuck in a slow one gives the others back to
+their lanes (below), so one session's slow handlers never keep another session's fast read waiting
+longer than a worker takes to free up.  Jobs submitted during one loop iteration
 reach the workers together, once, at the end of the iteration (the *tick*): one lock and one
 wake-up for a whole block of pipelined requests.  Idle workers wait on a C queue for a token.
 
-A worker that leaves a lane (to serve another, or to wait for work) calls the lane's ``flush``:
-the replies it made for that session are written together (``core.outbox``), not one by one; a
-worker that keeps serving one lane calls it every ``FLUSH_EVERY`` jobs.
+A worker that leaves a lane (for another, or to wait) calls its ``flush``: the replies it made for
+that session are written together (``core.outbox``); one serving a lane long, every ``FLUSH_EVERY`` jobs.
 
 One stall rule, looked at by the loop every ``STALL`` seconds while jobs are waiting or running:
 
@@ -22,7 +22,6 @@ One stall rule, looked at by the loop every ``STALL`` seconds while jobs are wai
 
 A new thread also starts when jobs come and no worker is idle, while there are fewer threads than
 cores (a burst of fast jobs merely waiting for the GIL does not wake 32 threads to fight over it).
-
 A lane is *held* while its session owes a reader that does not read too many bytes: no worker
 takes its jobs until it is released.  At most ``max_queued`` jobs wait over all lanes; beyond that
 ``submit`` refuses.  Workers put results on a deque and wake the loop only when no wake-up is
@@ -40,69 +39,32 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable
 from itertools import repeat, starmap
-from typing import Any, Protocol
+from typing import Any
 
+from ._jobs import QUIET, Call, Callback, Job, Lane
 from .errors import LimitExceeded
 
-__all__ = ["FLUSH_EVERY", "QUIET", "STALL", "TAKE", "Call", "Job", "Lane", "ThreadRunner"]
+__all__ = ["FLUSH_EVERY", "STALL", "TAKE", "ThreadRunner"]
 
 log = logging.getLogger("resourcekit")
 
-Callback = Callable[[bool, Any], None]
-
-
-class Job(Protocol):
-    """What a worker runs: ``run()`` in the worker, then ``done(ok, result_or_exception)`` on the
-    loop (unless ``run`` returned ``QUIET``: it saw to its outcome itself)."""
-
-    def run(self) -> Any: ...
-
-    def done(self, ok: bool, value: Any) -> None: ...
-
-
-class Call:
-    """A function as a job: ``fn()`` in a worker, ``callback(ok, value)`` on the loop."""
-
-    __slots__ = ("done", "run")
-
-    def __init__(self, fn: Callable[[], Any], callback: Callback) -> None:
-        self.run = fn
-        self.done = callback
 # seconds between the loop's looks at the workers: twice the GIL's switch interval, so a worker
 # merely waiting its turn for the GIL does not count as stuck
 STALL = 0.01
-# jobs a worker takes from a lane at once (one lock for a block of pipelined reads); a worker stuck
-# in one of them gives the others back at the loop's next look
+# jobs a worker takes at once, from one lane or several (one lock for a block of pipelined reads);
+# a worker stuck in one of them gives the others back at the loop's next look
 TAKE = 64
 FLUSH_EVERY = 256  # jobs of one lane a worker runs in a row at most before it calls the lane's flush
-# what a job returns when it saw to its outcome itself (a read that answered with its reply's
-# bytes): nothing to deliver, the loop is not woken
-QUIET: Any = object()
-
-
-class Lane:
-    """One session's jobs, in order (see the module)."""
-
-    __slots__ = ("flush", "grew", "held", "jobs", "queued", "tick")
-
-    def __init__(self, flush: Callable[[], None] | None = None) -> None:
-        self.jobs: deque[Job] = deque()
-        self.flush = flush  # called when a worker leaves the lane, or is stuck in one of its jobs
-        # told the size of a reply not small that a worker handed the session (its outbox counts them)
-        self.grew: Callable[[int], None] | None = None
-        self.queued = False  # in the runner's ring (changed under its lock)
-        self.held = False  # its session owes a reader too much: no worker takes its jobs
-        self.tick = -1  # the last tick it was submitted to
 
 
 class _Worker:
-    """A worker's batch (the jobs it took from a lane at once) and what the loop's look needs: the
-    lane it serves, and how far it got (``progress``)."""
+    """A worker's batch (the jobs it took at once) and what the loop's look needs: the lane whose
+    job it runs, and how far it got (``progress``)."""
 
     __slots__ = ("batch", "lane", "takes")
 
     def __init__(self) -> None:
-        self.batch: deque[Job] = deque()  # taken from ``lane``, not started yet (the look may give them back)
+        self.batch: deque[Job] = deque()  # taken, not started yet (the look may give them back)
         self.lane: Lane | None = None
         self.takes = 0  # batches taken
 
@@ -143,9 +105,10 @@ class ThreadRunner:
 
     # --- the loop's side ---------------------------------------------------------------------
 
-    def submit(self, job: Job, lane: Lane) -> None:
-        """Run ``job`` in a worker, after the jobs ``lane`` holds already (see ``Job``; ``shared``:
+    def submit(self, job: Job) -> None:
+        """Run ``job`` in a worker, after the jobs its lane holds already (see ``Job``; ``shared``:
         the lane of jobs of no session).  LimitExceeded: too many jobs wait."""
+        lane = job.lane
         submitted = self._submitted
         if submitted - self._taken >= self._max_queued:
             raise LimitExceeded("max_queued_jobs", self._max_queued, "Server busy: too many jobs waiting",
@@ -225,13 +188,9 @@ class ThreadRunner:
                 continue
             # stuck in a slow job: the replies made before it go out now, the jobs it took with it
             # go back to its lane for another worker
-            if lane.flush is not None:
-                try:
-                    lane.flush()
-                except Exception:
-                    log.exception("writing the replies of a stalled session failed")
+            self._flush(lane)
             if worker.batch:
-                gave_back |= self._give_back(worker.batch, lane)
+                gave_back |= self._give_back(worker.batch)
         with self._cond:
             waiting = bool(self._ring)
             # jobs wait and none was taken since the last look (or a stuck worker gave some back)
@@ -248,8 +207,8 @@ class ThreadRunner:
             self._watching = False
             self._looked = (-1, [])
 
-    def _give_back(self, batch: deque[Job], lane: Lane) -> bool:
-        """The jobs a stuck worker took and has not started, back at the head of their lane (in
+    def _give_back(self, batch: deque[Job]) -> bool:
+        """The jobs a stuck worker took and has not started, back at the head of their lanes (in
         order; the worker takes from the other end, one at a time, so each job goes one way)."""
         moved: list[Job] = []
         while True:
@@ -260,11 +219,13 @@ class ThreadRunner:
         if not moved:
             return False
         with self._cond:
-            lane.jobs.extendleft(moved)
             self._taken -= len(moved)
-            if not lane.queued and not lane.held:
-                lane.queued = True
-                self._ring.append(lane)
+            for job in moved:  # the last first: each lane's in order again
+                lane = job.lane
+                lane.jobs.appendleft(job)
+                if not lane.queued and not lane.held:
+                    lane.queued = True
+                    self._ring.append(lane)
         return True
 
     def _wake_workers(self, wanted: int) -> None:
@@ -297,7 +258,7 @@ class ThreadRunner:
             # its awaiter was cancelled (a cancelled request) before a worker took it: nobody wants it
             return None if future.cancelled() else fn()
 
-        self.submit(Call(job, done), self.shared if lane is None else lane)
+        self.submit(Call(job, done, self.shared if lane is None else lane))
         return await future
 
     def close(self) -> None:
@@ -315,31 +276,35 @@ class ThreadRunner:
 
     def _work(self, me: _Worker) -> None:
         cond, ring, done, batch, wakes = self._cond, self._ring, self._done, me.batch, self._wakes
-        left: Lane | None = None  # the lane this worker served last: its replies wait for its flush
+        left: Lane | None = None  # the lane of the jobs this worker ran last: its replies wait for its flush
         ran = 0  # jobs of ``left`` taken since its last flush
-        while True:  # a lane's turn: a batch of its jobs taken, then run
-            lane: Lane | None = None
+        while True:  # a batch: up to TAKE jobs taken, lane after lane in turn, then run
             me.lane = None
             n = 0
+            taken: list[tuple[Lane, int]] = []  # the batch's lanes, in order, with how many jobs of each
             with cond:
                 while True:
-                    while ring and ring[0].held:  # held lanes leave the ring until released
-                        ring.popleft().queued = False
-                    if ring:
+                    while ring and n < TAKE:
                         lane = ring[0]
+                        if lane.held:  # held lanes leave the ring until released
+                            ring.popleft().queued = False
+                            continue
                         jobs = lane.jobs
-                        n = len(jobs)
-                        if n > TAKE:
-                            n = TAKE
-                        if n == 1:  # (an HTTP session's, mostly: one request at a time)
+                        k = len(jobs)
+                        if k > TAKE - n:
+                            k = TAKE - n
+                        if k == 1:  # (an HTTP session's, mostly: one request at a time)
                             batch.append(jobs.popleft())
-                        else:  # n pops in one C call (the loop appends to ``jobs`` meanwhile, without the lock)
-                            batch.extend(starmap(jobs.popleft, repeat((), n)))
+                        else:  # k pops in one C call (the loop appends to ``jobs`` meanwhile, without the lock)
+                            batch.extend(starmap(jobs.popleft, repeat((), k)))
+                        taken.append((lane, k))
+                        n += k
                         if jobs:
-                            ring.rotate(-1)  # round robin: the next lane's turn
+                            ring.rotate(-1)  # round robin: the next lane's turn (this batch is full)
                         else:
                             ring.popleft()
                             lane.queued = False
+                    if n:
                         self._taken += n
                         me.takes += 1
                         break
@@ -351,40 +316,57 @@ class ThreadRunner:
                         wakes.get()
                     finally:
                         cond.acquire()
-            if left is not None and (left is not lane or ran >= FLUSH_EVERY):
-                flush, left, ran = left.flush, None, 0
-                if flush is not None:
-                    try:
-                        flush()
-                    except Exception:
-                        log.exception("writing a session's replies failed")
-            if lane is None:
-                if self._closed:
+            if not n:
+                if left is not None:
+                    self._flush(left)
+                    left = None
+                elif self._closed:
                     return
                 continue
-            me.lane = left = lane
-            ran += n
-            # the batch's n jobs, in order: counted, not popped until the deque raises (an exception
-            # per batch cost an HTTP session's read, one job a lane, 1.5k instructions)
-            for _ in range(n):
-                try:
-                    job = batch.popleft()
-                except IndexError:  # the loop's look gave the rest back (a stalled worker's)
+            for lane, k in taken:
+                me.lane = lane
+                if lane is not left:  # the replies made for the lane left go out together
+                    if left is not None and left.flush is not None:
+                        self._flush(left)
+                    left = lane
+                    ran = 0
+                elif ran >= FLUSH_EVERY:
+                    self._flush(lane)
+                    ran = 0
+                ran += k
+                # the lane's k jobs, in order: counted, not popped until the deque raises (an exception
+                # per batch cost an HTTP session's read, one job a lane, 1.5k instructions)
+                for _ in range(k):
+                    try:
+                        job = batch.popleft()
+                    except IndexError:  # the loop's look gave the rest back (a stalled worker's)
+                        break
+                    if lane.held:  # its session owes its reader too much: not now
+                        batch.appendleft(job)
+                        self._give_back(batch)
+                        break
+                    try:
+                        value = job.run()
+                    except BaseException as exc:  # delivered to the loop, which decides
+                        done.append((job.done, False, exc))
+                    else:
+                        if value is QUIET:
+                            continue
+                        done.append((job.done, True, value))
+                    if not self._wake_pending and not self._wake():
+                        return  # loop closed while we worked: nobody to tell
+                if not batch:  # done, or the rest was given back
                     break
-                if lane.held:  # its session owes its reader too much: not now
-                    batch.appendleft(job)
-                    self._give_back(batch, lane)
-                    break
-                try:
-                    value = job.run()
-                except BaseException as exc:  # delivered to the loop, which decides
-                    done.append((job.done, False, exc))
-                else:
-                    if value is QUIET:
-                        continue
-                    done.append((job.done, True, value))
-                if not self._wake_pending and not self._wake():
-                    return  # loop closed while we worked: nobody to tell
+
+    @staticmethod
+    def _flush(lane: Lane) -> None:
+        """The replies a worker made for ``lane``'s session go out (its outbox's ``flush``)."""
+        flush = lane.flush
+        if flush is not None:
+            try:
+                flush()
+            except Exception:
+                log.exception("writing a session's replies failed")
 
     def _wake(self) -> bool:
         if not self._wake_pending:

@@ -84,7 +84,8 @@ async def test_a_fast_job_queued_behind_slow_ones_gets_a_thread() -> None:
 async def test_a_callback_that_raises_leaves_no_other_result_waiting(caplog: pytest.LogCaptureFixture) -> None:
     # two results delivered by one wake-up: the first's callback raised, and the second waited until
     # some later job woke the loop (for ever on an idle server)
-    from resourcekit._runner import Call, ThreadRunner
+    from resourcekit._jobs import Call
+    from resourcekit._runner import ThreadRunner
 
     runner = ThreadRunner(asyncio.get_running_loop(), max_workers=2)
     got: list[Any] = []
@@ -93,8 +94,8 @@ async def test_a_callback_that_raises_leaves_no_other_result_waiting(caplog: pyt
         raise RuntimeError("a callback's bug")
 
     try:
-        runner.submit(Call(lambda: 1, boom), runner.shared)
-        runner.submit(Call(lambda: 2, lambda ok, value: got.append(value)), runner.shared)
+        runner.submit(Call(lambda: 1, boom, runner.shared))
+        runner.submit(Call(lambda: 2, lambda ok, value: got.append(value), runner.shared))
         for _ in range(100):
             if got:
                 break
@@ -165,7 +166,8 @@ async def test_workers_take_the_lanes_in_turn() -> None:
     # one worker, one lane with ten slow jobs queued before another's one: the other's job runs
     # after a slow job or two, not after all ten (a worker stuck in a slow job gives back what it
     # took of the lane with it, and the lanes take turns)
-    from resourcekit._runner import Lane, ThreadRunner
+    from resourcekit._jobs import Lane
+    from resourcekit._runner import ThreadRunner
 
     runner = ThreadRunner(asyncio.get_running_loop(), max_workers=1)
     ran: list[str] = []
@@ -180,7 +182,8 @@ async def test_workers_take_the_lanes_in_turn() -> None:
 
 
 async def test_a_held_lanes_jobs_are_not_taken_until_it_is_released() -> None:
-    from resourcekit._runner import Lane, ThreadRunner
+    from resourcekit._jobs import Lane
+    from resourcekit._runner import ThreadRunner
 
     runner = ThreadRunner(asyncio.get_running_loop(), max_workers=2)
     held, free = Lane(), Lane()
@@ -198,7 +201,8 @@ async def test_a_held_lanes_jobs_are_not_taken_until_it_is_released() -> None:
 
 async def test_a_worker_that_keeps_serving_one_lane_flushes_it_as_it_goes() -> None:
     # a long pipeline of one session: its replies go out every FLUSH_EVERY jobs, not once at its end
-    from resourcekit._runner import FLUSH_EVERY, Lane, ThreadRunner
+    from resourcekit._jobs import Lane
+    from resourcekit._runner import FLUSH_EVERY, ThreadRunner
 
     runner = ThreadRunner(asyncio.get_running_loop(), max_workers=1)
     ran: list[int] = []
@@ -211,4 +215,36 @@ async def test_a_worker_that_keeps_serving_one_lane_flushes_it_as_it_goes() -> N
         early = [n for n in flushed_at if n < total]
         assert len(early) >= 3 and all(n >= FLUSH_EVERY for n in early), flushed_at
     finally:
+        runner.close()
+
+
+async def test_a_stuck_worker_gives_the_jobs_it_took_of_other_lanes_back_to_their_own() -> None:
+    # three sessions' jobs in one tick: one worker takes them together and is stuck in the first;
+    # at the next look the others go back each to its own lane (one held meanwhile stays unrun, the
+    # other runs in another thread) and the flushes of the lanes a worker left happened in order
+    from resourcekit._jobs import Lane
+    from resourcekit._runner import ThreadRunner
+
+    runner = ThreadRunner(asyncio.get_running_loop(), max_workers=4)
+    release = threading.Event()
+    flushed: list[str] = []
+    slow, fast, held = (Lane(lambda name=name: flushed.append(name)) for name in ("slow", "fast", "held"))
+    try:
+        stuck = asyncio.ensure_future(runner.call(lambda: release.wait(5), slow))
+        answered = asyncio.ensure_future(runner.call(lambda: "fast", fast))
+        waiting = asyncio.ensure_future(runner.call(lambda: "held", held))
+        await asyncio.sleep(0)  # the tick ends: one worker takes the three jobs at once
+        while not runner._workers or runner._workers[0].lane is not slow:
+            await asyncio.sleep(0.001)
+        runner.hold(held)
+        assert await asyncio.wait_for(answered, 2) == "fast"
+        await asyncio.sleep(0.1)
+        assert not waiting.done() and not stuck.done() and list(held.jobs)
+        runner.release(held)
+        assert await asyncio.wait_for(waiting, 2) == "held"
+        release.set()
+        assert await asyncio.wait_for(stuck, 2) is True
+        assert flushed[0] == "slow"  # the look flushed the stuck worker's lane first
+    finally:
+        release.set()
         runner.close()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .._runner import Lane
+from .._jobs import Lane
 from ..context import LEVEL_RANK
 from ..eras import error_response
 from ..errors import (

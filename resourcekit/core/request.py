@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from orjson import OPT_APPEND_NEWLINE, dumps, loads
 
-from .._runner import QUIET
+from .._jobs import QUIET, Lane
 from ..eras import Era, error_response
 from ..errors import MCPError, ResourceNotFound, unencodable
 from ..telemetry.spans import Traced
@@ -51,8 +51,8 @@ class Request:
     small read a twentieth more)."""
 
     __slots__ = (
-        "cancelled", "conn", "handler", "id", "kwargs", "method", "on_cancel", "params", "principal", "profile",
-        "reply", "reply_of", "sink", "started", "task", "uri", "watch",
+        "cancelled", "conn", "handler", "id", "kwargs", "lane", "method", "on_cancel", "params", "principal",
+        "profile", "reply", "reply_of", "sink", "started", "task", "uri", "watch",
     )
     conn: Session
     id: Any
@@ -70,6 +70,7 @@ class Request:
     kwargs: dict[str, Any]
     uri: str
     reply_of: Callable[[RequestView, Handler, str, Any], bytes]
+    lane: Lane  # its session's (the runner's job: ``run``, ``done``)
     # set only by who needs them (a request is made per line: each store counts), read with getattr:
     started: float  # by an observer that times it (the access log)
     task: asyncio.Task[Any]  # an async step's (the engine)

@@ -9,7 +9,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .._runner import Lane, ThreadRunner
+from .._jobs import Lane
+from .._runner import ThreadRunner
 from ..extensions import NONE
 from ..methods import Subscriptions
 from ..telemetry import spans as telemetry

@@ -16,7 +16,8 @@ from ..methods._base import ProfileView, ServerView, SessionView, SubscriptionsV
 from ..telemetry import spans as telemetry
 
 if TYPE_CHECKING:
-    from .._runner import Lane, ThreadRunner
+    from .._jobs import Lane
+    from .._runner import ThreadRunner
 
 __all__ = ["Host", "ProfileView", "Session", "Subscribers"]
 

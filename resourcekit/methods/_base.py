@@ -16,13 +16,14 @@ import asyncio
 from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._runner import Call
+from .._jobs import Call
 from ..errors import InvalidParams, LimitExceeded, ResourceNotFound
 from ..pagination import decode_cursor
 from ..scopes import check_read
 
 if TYPE_CHECKING:
-    from .._runner import Lane, ThreadRunner
+    from .._jobs import Lane
+    from .._runner import ThreadRunner
     from ..declaration import Handler
     from ..eras import Era
     from ..extensions import OptIn
@@ -175,6 +176,7 @@ class RequestView(ProfileView, Protocol):
     def principal(self) -> Any: ...
     @property
     def cancelled(self) -> bool: ...
+    lane: Lane  # its session's, set by the step that makes it a job of the runner (``run``, ``done``)
 
     def run(self) -> Any: ...
 
@@ -254,5 +256,5 @@ def in_worker(req: RequestView, fn: Callable[[], dict[str, Any]]) -> Any:
     def job() -> bytes | None:
         return None if req.cancelled else req.encode(fn())
 
-    req.conn.runner.submit(Call(job, req.complete), req.conn.lane)
+    req.conn.runner.submit(Call(job, req.complete, req.conn.lane))
     return PENDING

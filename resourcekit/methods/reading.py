@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from orjson import dumps
 
-from .._runner import Call
+from .._jobs import Call
 from ..contents import TEXT_MIME, Content, combined_version, text_version, to_contents
 from ..context import Context
 from ..errors import InvalidParams, LimitExceeded, NotModified, ResourceNotFound
@@ -37,7 +37,7 @@ from .children import listable
 from .wire import capabilities, fresh_resource, last_segment, seed_fields
 
 if TYPE_CHECKING:
-    from .._runner import Callback
+    from .._jobs import Callback
     from ..declaration import Handler
     from ..eras import Era
     from ..extensions import OptIn
@@ -101,7 +101,8 @@ def serve(req: Request, uri: str | None = None, reply_of: ReplyOf | None = None,
     req.kwargs = kwargs
     req.uri = target
     req.reply_of = reply_of
-    conn.runner.submit(req if done is None else Call(req.run, done), conn.lane)
+    req.lane = conn.lane
+    conn.runner.submit(req if done is None else Call(req.run, done, req.lane))
     return PENDING
 
 
