@@ -161,22 +161,53 @@ def test_one_sessions_subscribes_keep_no_other_sessions_subscribe_waiting() -> N
     assert took < 0.5
 
 
+def stateless_flood(url: str) -> None:
+    """300 slow 2026-07-28 reads at once, each its own POST, from 127.0.0.1."""
+    async def flood() -> None:
+        async with httpx.AsyncClient(timeout=120, limits=httpx.Limits(max_connections=300)) as flooder:
+            async def one(i: int) -> None:
+                response = await flooder.post(url, json=read_message(i, f"slow://{i}", modern=True),
+                                              headers={**HEADERS, **modern_headers("resources/read", f"slow://{i}")})
+                assert response.json()["result"]["contents"][0]["text"] == f"slow {i}"
+
+            await asyncio.gather(*(one(i) for i in range(1, 301)))
+
+    asyncio.run(flood())
+
+
 def test_a_flood_of_stateless_requests_keeps_no_sessions_read_waiting() -> None:
-    """2026-07-28 requests, each a connection of no session, share one lane: 300 slow ones at once
-    take their turn with a session's read instead of each being a lane ahead of it."""
+    """2026-07-28 requests, each a connection of no session, share their caller's lane: 300 slow
+    ones at once take their turn with a session's read instead of each being a lane ahead of it."""
     with http_server_process(APP) as url, httpx.Client(timeout=30) as client:
-        async def flood() -> None:  # 300 slow reads at once, each its own POST
-            async with httpx.AsyncClient(timeout=120, limits=httpx.Limits(max_connections=300)) as flooder:
-                async def one(i: int) -> None:
-                    response = await flooder.post(url, json=read_message(i, f"slow://{i}", modern=True),
-                                                  headers={**HEADERS, **modern_headers("resources/read", f"slow://{i}")})
-                    assert response.json()["result"]["contents"][0]["text"] == f"slow {i}"
-
-                await asyncio.gather(*(one(i) for i in range(1, 301)))
-
         own = open_session(client, url)
-        response, took, flood_left = asked_during(lambda: asyncio.run(flood()), lambda: client.post(
+        response, took, flood_left = asked_during(lambda: stateless_flood(url), lambda: client.post(
             url, headers=own, json=read_message(1, "fast://x")))
         assert response.json()["result"]["contents"][0]["text"] == "fast"
     assert flood_left > 0.5, "the session's read waited for the flood"
     assert took < 1.0
+
+
+def test_one_callers_flood_of_stateless_requests_keeps_no_other_callers_read_waiting() -> None:
+    """The lane of 2026-07-28 requests is their caller's (its token's principal, else its address):
+    another address's read takes its turn beside the flood, not after it (it waited 1.4 s)."""
+    other = httpx.Client(timeout=30, transport=httpx.HTTPTransport(local_address="127.0.0.2"))
+    with http_server_process(APP) as url, other:
+        response, took, flood_left = asked_during(lambda: stateless_flood(url), lambda: other.post(
+            url, json=read_message(1, "fast://x", modern=True),
+            headers={**HEADERS, **modern_headers("resources/read", "fast://x")}))
+        assert response.json()["result"]["contents"][0]["text"] == "fast"
+    assert flood_left > 0.5, "the other caller's read waited for the flood"
+    assert took < 1.0
+
+
+def test_a_stateless_requests_caller_is_its_principal_at_its_address() -> None:
+    from resourcekit.scopes import Principal
+    from resourcekit.transports.http._post import caller_of
+
+    here = {"client": ("10.0.0.1", 5000)}
+    alice, bob = Principal("alice", client_id="c"), Principal("bob", client_id="c")
+    assert caller_of(here, None) == caller_of({"client": ("10.0.0.1", 6000)}, None) == "10.0.0.1"  # any port
+    assert caller_of(here, alice) == caller_of(here, Principal("alice", client_id="c", scopes=["more"]))
+    assert caller_of(here, alice) != caller_of(here, bob)  # two tokens behind one proxy: two lanes
+    assert caller_of(here, {"sub": "a hook's dict"}) == "10.0.0.1"  # cannot be a key: the address alone
+    assert caller_of({}, None) is None  # an ASGI server that does not say: one lane for all

@@ -71,7 +71,7 @@ class Connection:
         "stateless", "traced", "tracker", "waiting",
     )
 
-    def __init__(self, server: Host, send: Send, profile: Profile, stateless: bool = False,
+    def __init__(self, server: Host, send: Send, profile: Profile, stateless_lane: Lane | None = None,
                  sink: Sink | None = None) -> None:
         self.server = server
         self.app = server.app
@@ -79,7 +79,7 @@ class Connection:
         self.outbox: Outbox | None = None  # a stream session's (``Server.stream``), whose ``send`` it is
         # where a worker hands the replies it made for this session (``Outbox.put``); None: to the loop
         self.sink = sink
-        self.stateless = stateless
+        self.stateless = stateless_lane is not None  # one 2026-07-28 request's, in its caller's lane
         self.protocol_version: str | None = None
         self.client_capabilities: dict[str, Any] = {}
         self.optin = NONE  # what the client opted into at initialize
@@ -102,8 +102,8 @@ class Connection:
         self.traced = server.traced
         # the session's jobs, in order, in the runner (fair between sessions); ``flush`` writes the
         # replies a worker made for it, once it leaves the lane (set by a transport with an outbox).
-        # 2026-07-28 requests, of no session, share their server's lane: in the order they came
-        self.lane = server.stateless_lane if stateless else Lane()
+        # 2026-07-28 requests, of no session, share their caller's lane (``Server.connect``)
+        self.lane = stateless_lane or Lane()
         self.runner = server.runner  # the transport's (handed to the server)
         self.loop = server.loop  # where an async step's task runs
         self.router = self.app.router

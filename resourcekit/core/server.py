@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
 from .._jobs import Lane
@@ -28,6 +28,9 @@ __all__ = ["Server"]
 
 def _NOTHING_OWED() -> int:
     return 0
+
+
+_CALLERS = 1024  # the callers of 2026-07-28 requests whose lanes a server keeps
 
 
 class Server:
@@ -52,9 +55,9 @@ class Server:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self.connections: set[Connection] = set()
-        # the jobs of 2026-07-28 requests (a connection each, of no session): one lane for them all,
-        # in the order they came, beside the sessions' lanes
-        self.stateless_lane = Lane()
+        # the jobs of 2026-07-28 requests (a connection each, of no session): a lane per caller, in
+        # the order they came, beside the sessions' lanes (at most ``_CALLERS``: then afresh)
+        self._stateless_lanes: dict[Hashable, Lane] = {}
         self._prober: asyncio.TimerHandle | None = None
         self.subscriptions = Subscriptions(self)
         # one log line per request at INFO (an observer of every plan): decided once here
@@ -125,11 +128,23 @@ class Server:
         conn.lane.grew = outbox.grew  # ... or once those not small add up (the reader's debt is known)
         return conn
 
-    def connect(self, send: Send, *, stateless: bool = False, sink: Sink | None = None) -> Connection:
+    def connect(self, send: Send, *, stateless: bool = False, sink: Sink | None = None,
+                caller: Hashable = None) -> Connection:
         """A connection whose messages not tied to a request go to ``send``; ``sink``: where a worker
-        hands on the replies it made for the session itself (from any thread), if anywhere."""
+        hands on the replies it made for the session itself (from any thread), if anywhere.
+        ``stateless``: one 2026-07-28 request's, whose jobs take the lane of its ``caller`` (who
+        sent it, as the transport knows: a token's principal, an address), shared by the caller's
+        other requests: a flood of them takes its turn beside each session and each other caller."""
+        lane = None
+        if stateless:
+            lanes = self._stateless_lanes
+            lane = lanes.get(caller)
+            if lane is None:
+                if len(lanes) >= _CALLERS:  # (a lane in use lives on in its requests; its caller's next gets a new one)
+                    lanes.clear()
+                lane = lanes[caller] = Lane()
         # (positional: keywords cost a class call a dict; each 2026-07-28 request is a connection)
-        conn = Connection(self, send, self.first_profile, stateless, sink)
+        conn = Connection(self, send, self.first_profile, lane, sink)
         if not stateless:
             self.connections.add(conn)
         return conn

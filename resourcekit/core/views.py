@@ -16,7 +16,6 @@ from ..methods._base import ProfileView, ServerView, SessionView, SubscriptionsV
 from ..telemetry import spans as telemetry
 
 if TYPE_CHECKING:
-    from .._jobs import Lane
     from .._runner import ThreadRunner
 
 __all__ = ["Host", "ProfileView", "Session", "Subscribers"]
@@ -41,8 +40,6 @@ class Host(ServerView, telemetry.Observed, Protocol):
     def _runner(self) -> ThreadRunner | None: ...
     @property
     def connections(self) -> MutableSet[Any]: ...
-    @property
-    def stateless_lane(self) -> Lane: ...
 
 
 class Session(SessionView, telemetry.Session, Protocol):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import orjson
@@ -174,7 +175,7 @@ async def post(endpoint: Endpoint, scope: Scope, receive: Receive, send: Send, m
             listen = method == "subscriptions/listen"
             if not accepted[1] and listen:
                 raise HTTPError(406, "subscriptions/listen answers with a stream: Accept must list text/event-stream")
-            conn = endpoint.server.connect(_discard, stateless=True)
+            conn = endpoint.server.connect(_discard, stateless=True, caller=caller_of(scope, principal))
             watch = True
             bound = endpoint.limits.max_pending_notifications if listen else 0
         elif issue_session:
@@ -291,6 +292,21 @@ async def refuse(scope: Scope, send: Send, exc: Exception) -> None:
     log.error("error serving %s %s", scope.get("method"), scope.get("path"), exc_info=exc)
     with contextlib.suppress(Exception):  # the response may have started already
         await respond(send, 500, error_body(500, "Internal error"))
+
+
+def caller_of(scope: Scope, principal: Any) -> Hashable:
+    """Who sent a 2026-07-28 request, for the lane its jobs share with the caller's others: the
+    token's principal (a hook's that cannot be a key: none), and the client's address (behind a
+    proxy, the proxy's: its clients share a lane)."""
+    client = scope.get("client")
+    host = client[0] if client else None
+    if principal is None:
+        return host
+    try:
+        hash(principal)
+    except TypeError:
+        return host
+    return host, principal
 
 
 def _discard(message: Any) -> None:
