@@ -16,7 +16,7 @@ One stall rule, looked at by the loop every ``STALL`` seconds while jobs are wai
 
 - a worker still in the job it was in at the last look is stuck: its lane's replies made so far
   are flushed (a slow read holds up no reply made before it), and the jobs it took with the slow
-  one go back to the lane for another worker;
+  one go back to their lanes for another worker;
 - jobs wait and no worker took a job since the last look: an idle worker is woken, or if none
   is idle (every worker is stuck) a thread is started (up to ``max_workers``).
 
@@ -187,10 +187,10 @@ class ThreadRunner:
             if lane is None or i >= len(jobs) or now[i] is None or jobs[i] != now[i]:
                 continue
             # stuck in a slow job: the replies made before it go out now, the jobs it took with it
-            # go back to its lane for another worker
+            # go back to their lanes for another worker
             self._flush(lane)
             if worker.batch:
-                gave_back |= self._give_back(worker.batch)
+                gave_back |= self._give_back(worker.batch, lane)
         with self._cond:
             waiting = bool(self._ring)
             # jobs wait and none was taken since the last look (or a stuck worker gave some back)
@@ -207,26 +207,28 @@ class ThreadRunner:
             self._watching = False
             self._looked = (-1, [])
 
-    def _give_back(self, batch: deque[Job]) -> bool:
-        """The jobs a stuck worker took and has not started, back at the head of their lanes (in
-        order; the worker takes from the other end, one at a time, so each job goes one way)."""
-        moved: list[Job] = []
-        while True:
-            try:
-                moved.append(batch.pop())
-            except IndexError:
-                break
-        if not moved:
-            return False
+    def _give_back(self, batch: deque[Job], served: Lane | None) -> bool:
+        """The jobs a stuck worker took and has not started, back at the head of their lanes, in
+        order (the worker takes from the other end, one at a time, so each job goes one way; under
+        the lock, so that the look's give-back and the worker's for a held lane come one after the
+        other, each putting what it took ahead of what the other put back).  Their lanes rejoin the
+        ring in the order they were taken, the one the worker was serving (``served``) last: it had
+        its turn."""
         with self._cond:
+            moved: list[Job] = []
+            while True:
+                try:
+                    moved.append(batch.pop())
+                except IndexError:
+                    break
             self._taken -= len(moved)
             for job in moved:  # the last first: each lane's in order again
-                lane = job.lane
-                lane.jobs.appendleft(job)
-                if not lane.queued and not lane.held:
+                job.lane.jobs.appendleft(job)
+            for lane in [*(job.lane for job in reversed(moved) if job.lane is not served), served]:
+                if lane is not None and lane.jobs and not lane.queued and not lane.held:
                     lane.queued = True
                     self._ring.append(lane)
-        return True
+        return bool(moved)
 
     def _wake_workers(self, wanted: int) -> None:
         """Under the lock: wake up to ``wanted`` idle workers."""
@@ -324,7 +326,6 @@ class ThreadRunner:
                     return
                 continue
             for lane, k in taken:
-                me.lane = lane
                 if lane is not left:  # the replies made for the lane left go out together
                     if left is not None and left.flush is not None:
                         self._flush(left)
@@ -333,6 +334,7 @@ class ThreadRunner:
                 elif ran >= FLUSH_EVERY:
                     self._flush(lane)
                     ran = 0
+                me.lane = lane  # (after the flush: a worker writing replies is in no lane's job)
                 ran += k
                 # the lane's k jobs, in order: counted, not popped until the deque raises (an exception
                 # per batch cost an HTTP session's read, one job a lane, 1.5k instructions)
@@ -343,7 +345,7 @@ class ThreadRunner:
                         break
                     if lane.held:  # its session owes its reader too much: not now
                         batch.appendleft(job)
-                        self._give_back(batch)
+                        self._give_back(batch, lane)
                         break
                     try:
                         value = job.run()

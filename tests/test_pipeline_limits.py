@@ -210,4 +210,5 @@ def test_a_stateless_requests_caller_is_its_principal_at_its_address() -> None:
     assert caller_of(here, alice) == caller_of(here, Principal("alice", client_id="c", scopes=["more"]))
     assert caller_of(here, alice) != caller_of(here, bob)  # two tokens behind one proxy: two lanes
     assert caller_of(here, {"sub": "a hook's dict"}) == "10.0.0.1"  # cannot be a key: the address alone
+    assert caller_of(here, object()) == "10.0.0.1"  # hashed as an object: a new caller per request, so none
     assert caller_of({}, None) is None  # an ASGI server that does not say: one lane for all

@@ -164,8 +164,8 @@ async def test_an_initialize_whose_body_comes_after_the_shutdown_began_gets_503_
 
 async def test_workers_take_the_lanes_in_turn() -> None:
     # one worker, one lane with ten slow jobs queued before another's one: the other's job runs
-    # after a slow job or two, not after all ten (a worker stuck in a slow job gives back what it
-    # took of the lane with it, and the lanes take turns)
+    # after a slow job or two, not after all ten (a worker stuck in a slow job gives back the jobs
+    # it took with it, and the lanes take turns)
     from resourcekit._jobs import Lane
     from resourcekit._runner import ThreadRunner
 
@@ -234,7 +234,9 @@ async def test_a_stuck_worker_gives_the_jobs_it_took_of_other_lanes_back_to_thei
         answered = asyncio.ensure_future(runner.call(lambda: "fast", fast))
         waiting = asyncio.ensure_future(runner.call(lambda: "held", held))
         await asyncio.sleep(0)  # the tick ends: one worker takes the three jobs at once
-        while not runner._workers or runner._workers[0].lane is not slow:
+        deadline = time.monotonic() + 5
+        while not any(worker.lane is slow for worker in runner._workers):
+            assert time.monotonic() < deadline, "no worker took the slow job"
             await asyncio.sleep(0.001)
         runner.hold(held)
         assert await asyncio.wait_for(answered, 2) == "fast"
@@ -248,3 +250,41 @@ async def test_a_stuck_worker_gives_the_jobs_it_took_of_other_lanes_back_to_thei
     finally:
         release.set()
         runner.close()
+
+
+async def test_two_give_backs_at_once_keep_a_lanes_jobs_in_order() -> None:
+    # the look gives back a stuck worker's jobs while the worker, freed meanwhile, gives back the
+    # job it found its lane held for: whichever takes the lock first, the lane's order stays
+    from collections import deque
+
+    from resourcekit._jobs import Call, Lane
+    from resourcekit._runner import ThreadRunner
+
+    runner = ThreadRunner(asyncio.get_running_loop())
+    lane = Lane()
+    lane.held = True
+    jobs = [Call(lambda: None, lambda ok, value: None, lane) for _ in range(3)]
+    batch: deque[Any] = deque(jobs)
+    look_at_lock, worker_done = threading.Event(), threading.Event()
+    lock = threading.Lock()
+
+    class Gate:  # the runner's lock, which the look's thread takes only after the worker's give-back
+        def __enter__(self) -> None:
+            if threading.current_thread().name == "look":
+                look_at_lock.set()
+                worker_done.wait(5)
+            lock.acquire()
+
+        def __exit__(self, *_: object) -> None:
+            lock.release()
+
+    runner._cond = Gate()  # type: ignore[assignment]
+    first = batch.popleft()  # the worker took the first job and found its lane held
+    look = threading.Thread(target=runner._give_back, args=(batch, lane), name="look")
+    look.start()
+    assert look_at_lock.wait(5)
+    batch.appendleft(first)
+    runner._give_back(batch, lane)
+    worker_done.set()
+    look.join(5)
+    assert list(lane.jobs) == jobs

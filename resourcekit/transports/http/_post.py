@@ -296,17 +296,20 @@ async def refuse(scope: Scope, send: Send, exc: Exception) -> None:
 
 def caller_of(scope: Scope, principal: Any) -> Hashable:
     """Who sent a 2026-07-28 request, for the lane its jobs share with the caller's others: the
-    token's principal (a hook's that cannot be a key: none), and the client's address (behind a
-    proxy, the proxy's: its clients share a lane)."""
+    token's principal, and the client's address (behind a proxy, the proxy's: its clients share a
+    lane).  An auth hook's principal that is no key of equal callers (unhashable, or hashed as an
+    object: a new one per request) counts as none."""
     client = scope.get("client")
     host = client[0] if client else None
-    if principal is None:
+    hashed: Any = type(principal).__hash__
+    if principal is None or hashed is None or hashed is object.__hash__:
         return host
     try:
         hash(principal)
-    except TypeError:
+    except Exception:  # (a __hash__ of the hook's that fails)
         return host
     return host, principal
+
 
 
 def _discard(message: Any) -> None:
