@@ -31,7 +31,7 @@ __all__ = ["find_app", "load_app", "main"]
 LIMIT_FLAGS: list[tuple[str, type[int] | type[float], str]] = [
     ("--max-message-size", int, "bytes of one incoming message"),
     ("--max-uri-length", int, "characters of a URI in any request"),
-    ("--max-inflight", int, "requests one connection may have in flight"),
+    ("--max-inflight", int, "requests one connection, or one caller of 2026-07-28 requests, may have in flight"),
     ("--max-subscriptions", int, "URIs one session may subscribe to"),
     ("--max-pending-notifications", int, "notifications queued for one subscriber"),
     ("--max-sessions", int, "HTTP: concurrent sessions (the least recently used idle one is evicted)"),

@@ -31,7 +31,8 @@ class _Fields(NamedTuple):
     #: seconds a client may take to send a whole HTTP request body once its header section is complete:
     #: HTTP 408 and the connection closed
     body_timeout: float = 30.0
-    #: requests one connection (session, stdio client) may have in flight: -32603 "busy" (over HTTP too)
+    #: requests one connection (session, stdio client), or one caller of 2026-07-28 requests over HTTP
+    #: (a token's principal at an address, else the address), may have in flight: -32603 "busy"
     max_inflight: int = 256
     #: bytes of replies one session may owe a reader that does not read them (stdio): past it the
     #: session's waiting requests stay unstarted and its input is not read until the reader catches up

@@ -162,21 +162,22 @@ def test_one_sessions_subscribes_keep_no_other_sessions_subscribe_waiting() -> N
 
 
 def stateless_flood(url: str) -> None:
-    """300 slow 2026-07-28 reads at once, each its own POST, from 127.0.0.1."""
+    """250 slow 2026-07-28 reads at once (within one caller's ``max_inflight``), each its own POST,
+    from 127.0.0.1."""
     async def flood() -> None:
-        async with httpx.AsyncClient(timeout=120, limits=httpx.Limits(max_connections=300)) as flooder:
+        async with httpx.AsyncClient(timeout=120, limits=httpx.Limits(max_connections=250)) as flooder:
             async def one(i: int) -> None:
                 response = await flooder.post(url, json=read_message(i, f"slow://{i}", modern=True),
                                               headers={**HEADERS, **modern_headers("resources/read", f"slow://{i}")})
                 assert response.json()["result"]["contents"][0]["text"] == f"slow {i}"
 
-            await asyncio.gather(*(one(i) for i in range(1, 301)))
+            await asyncio.gather(*(one(i) for i in range(1, 251)))
 
     asyncio.run(flood())
 
 
 def test_a_flood_of_stateless_requests_keeps_no_sessions_read_waiting() -> None:
-    """2026-07-28 requests, each a connection of no session, share their caller's lane: 300 slow
+    """2026-07-28 requests, each a connection of no session, share their caller's lane: 250 slow
     ones at once take their turn with a session's read instead of each being a lane ahead of it."""
     with http_server_process(APP) as url, httpx.Client(timeout=30) as client:
         own = open_session(client, url)
@@ -212,3 +213,31 @@ def test_a_stateless_requests_caller_is_its_principal_at_its_address() -> None:
     assert caller_of(here, {"sub": "a hook's dict"}) == "10.0.0.1"  # cannot be a key: the address alone
     assert caller_of(here, object()) == "10.0.0.1"  # hashed as an object: a new caller per request, so none
     assert caller_of({}, None) is None  # an ASGI server that does not say: one lane for all
+
+
+def test_a_stateless_caller_has_at_most_max_inflight_requests_open() -> None:
+    """A 2026-07-28 caller's open requests are bounded as a session's are: past ``max_inflight``,
+    -32603 busy naming the limit, while another caller is served, and the caller again once one
+    ended (each async handler's request held a task and a connection, without a bound)."""
+    other = httpx.Client(timeout=30, transport=httpx.HTTPTransport(local_address="127.0.0.2"))
+
+    def read(uri: str, rid: int) -> dict[str, Any]:
+        return {"json": read_message(rid, uri, modern=True),
+                "headers": {**HEADERS, **modern_headers("resources/read", uri)}}
+
+    with http_server_process(APP, "--max-inflight", "4") as url, other:
+        async def run() -> tuple[list[Any], Any, Any, Any]:
+            async with httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_connections=8)) as client:
+                waiting = [asyncio.ensure_future(client.post(url, **read(f"wait://{i}", i))) for i in range(1, 5)]
+                await asyncio.sleep(1.0)  # the four are open, their handlers waiting
+                refused = (await client.post(url, **read("fast://x", 5))).json()
+                elsewhere = await asyncio.to_thread(lambda: other.post(url, **read("fast://x", 1)).json())
+                answered = [(await reply).json() for reply in waiting]
+                again = (await client.post(url, **read("fast://x", 6))).json()
+                return answered, refused, elsewhere, again
+
+        answered, refused, elsewhere, again = asyncio.run(run())
+    assert [a["result"]["contents"][0]["text"] for a in answered] == [f"waited {i}" for i in range(1, 5)]
+    assert refused["error"]["code"] == -32603 and refused["error"]["data"] == {"limit": "max_inflight", "max": 4}
+    assert elsewhere["result"]["contents"][0]["text"] == "fast"
+    assert again["result"]["contents"][0]["text"] == "fast"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -43,12 +43,12 @@ from ..revisions import (
 from ..telemetry import spans as telemetry
 from . import observers
 from .plan import HANDSHAKE, STATELESS, Profile, profile_for
-from .request import Batch, Request, Send, Sink
+from .request import Batch, Request, Send, Sink, awaited
 
 if TYPE_CHECKING:
     from ..methods._base import SharedSubscriptions
     from .outbox import Outbox
-    from .views import Host
+    from .views import CallerView, Host
 
 __all__ = ["Connection"]
 
@@ -65,13 +65,13 @@ class Connection:
     """
 
     __slots__ = (
-        "__weakref__", "_max_inflight", "app", "client_capabilities", "client_info", "closed", "held", "inflight",
-        "initialized", "lane", "limits", "log_level", "loop", "optin", "outbox", "principal", "profile",
+        "__weakref__", "_max_inflight", "app", "caller", "client_capabilities", "client_info", "closed", "held",
+        "inflight", "initialized", "lane", "limits", "log_level", "loop", "optin", "outbox", "principal", "profile",
         "protocol_version", "router", "runner", "seen", "seen_max", "send", "server", "session_id", "shared", "sink",
         "stateless", "traced", "tracker", "waiting",
     )
 
-    def __init__(self, server: Host, send: Send, profile: Profile, stateless_lane: Lane | None = None,
+    def __init__(self, server: Host, send: Send, profile: Profile, caller: CallerView | None = None,
                  sink: Sink | None = None) -> None:
         self.server = server
         self.app = server.app
@@ -79,7 +79,8 @@ class Connection:
         self.outbox: Outbox | None = None  # a stream session's (``Server.stream``), whose ``send`` it is
         # where a worker hands the replies it made for this session (``Outbox.put``); None: to the loop
         self.sink = sink
-        self.stateless = stateless_lane is not None  # one 2026-07-28 request's, in its caller's lane
+        self.caller = caller
+        self.stateless = caller is not None  # one 2026-07-28 request's
         self.protocol_version: str | None = None
         self.client_capabilities: dict[str, Any] = {}
         self.optin = NONE  # what the client opted into at initialize
@@ -102,8 +103,12 @@ class Connection:
         self.traced = server.traced
         # the session's jobs, in order, in the runner (fair between sessions); ``flush`` writes the
         # replies a worker made for it, once it leaves the lane (set by a transport with an outbox).
-        # 2026-07-28 requests, of no session, share their caller's lane (``Server.connect``)
-        self.lane = stateless_lane or Lane()
+        # 2026-07-28 requests, of no session, share their caller's lane (``Server.connect``), and count
+        # together against ``max_inflight``: one past it is refused
+        self.lane = Lane() if caller is None else caller.lane
+        if caller is not None:
+            self._max_inflight = 0 if caller.open >= self._max_inflight else self._max_inflight
+            caller.open += 1
         self.runner = server.runner  # the transport's (handed to the server)
         self.loop = server.loop  # where an async step's task runs
         self.router = self.app.router
@@ -224,8 +229,8 @@ class Connection:
                 if rid in inflight:
                     raise InvalidRequest(f"Invalid Request: id {rid!r} is already in flight")
                 if len(inflight) >= max_inflight and method != "ping":
-                    raise LimitExceeded("max_inflight", max_inflight,
-                                        "Server busy: too many requests in flight on this connection", code=-32603)
+                    raise LimitExceeded("max_inflight", self.limits.max_inflight,  # (a 2026-07-28 caller at it: 0 left)
+                                        "Server busy: too many requests in flight", code=-32603)
                 inflight[rid] = request
                 outcome = step(request)
             except Exception as exc:
@@ -236,7 +241,7 @@ class Connection:
             if type(outcome) is dict:
                 request.respond(outcome)
             else:
-                coro = _run(request, outcome)
+                coro = awaited(request, outcome)
                 request.task = self.loop.create_task(coro) if spanned is None else spanned.spawn(self.loop, coro)
 
     def _not_a_request(self, msg: dict[str, Any], method: Any, reply: Send) -> None:
@@ -365,6 +370,10 @@ class Connection:
         if self.closed:
             return
         self.closed = True
+        if self.caller is not None:  # a 2026-07-28 request's exchange is over
+            self.caller.open -= 1
+            if not self.inflight:  # answered: no subscription, no session, nothing else to end
+                return
         self.waiting.clear()
         for request in list(self.inflight.values()):
             request.cancel()
@@ -381,20 +390,6 @@ class Connection:
         while (self.inflight or self.waiting) and loop.time() < deadline:
             await asyncio.sleep(0.01)
         self.close()
-
-
-async def _run(request: Request, outcome: Awaitable[Any]) -> None:
-    try:
-        result = await outcome
-    except BaseException as exc:
-        # a cancellation nobody asked for (the handler awaited something another client cancelled),
-        # SystemExit or KeyboardInterrupt from a handler: a failure of the request, answered
-        if request.cancelled:
-            return
-        request.fail(exc)
-        return
-    if result is not PENDING:
-        request.complete(True, result)
 
 
 telemetry.KNOWN_METHODS.update(HANDSHAKE.methods, STATELESS.methods)

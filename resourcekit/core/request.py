@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from orjson import OPT_APPEND_NEWLINE, dumps, loads
@@ -19,6 +19,7 @@ from orjson import OPT_APPEND_NEWLINE, dumps, loads
 from .._jobs import QUIET, Lane
 from ..eras import Era, error_response
 from ..errors import MCPError, ResourceNotFound, unencodable
+from ..methods._base import PENDING
 from ..telemetry.spans import Traced
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from ..methods._base import RequestView
     from .views import ProfileView, Session
 
-__all__ = ["Batch", "Request", "Send", "Sink", "Watch"]
+__all__ = ["Batch", "Request", "Send", "Sink", "Watch", "awaited"]
 
 log = logging.getLogger("resourcekit")
 # bytes: a reply a worker hands to the session's sink this big is counted (its lane's ``grew``: the
@@ -240,6 +241,20 @@ class Request:
             reply = reply.inner
         if type(reply) is Batch:
             reply.settle()  # the batch is answered without this member
+
+
+async def awaited(request: Request, outcome: Awaitable[Any]) -> None:
+    """An async step's ``outcome``, in the task the engine made for it: the request's answer, or its
+    failure (a cancellation nobody asked for, the handler awaiting something another client
+    cancelled, or SystemExit or KeyboardInterrupt from a handler, is one: answered too)."""
+    try:
+        result = await outcome
+    except BaseException as exc:
+        if not request.cancelled:
+            request.fail(exc)
+        return
+    if result is not PENDING:
+        request.complete(True, result)
 
 
 def _from_user(exc: BaseException) -> BaseException:

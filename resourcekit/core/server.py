@@ -30,7 +30,19 @@ def _NOTHING_OWED() -> int:
     return 0
 
 
-_CALLERS = 1024  # the callers of 2026-07-28 requests whose lanes a server keeps
+_CALLERS = 1024  # the callers of 2026-07-28 requests a server keeps (their lanes and counts)
+
+
+class Caller:
+    """Who sends 2026-07-28 requests, as the transport knows (a token's principal at an address):
+    the lane their jobs share, and how many of them are open (``Limits.max_inflight`` bounds them
+    as it bounds a session's requests in flight)."""
+
+    __slots__ = ("lane", "open")
+
+    def __init__(self) -> None:
+        self.lane = Lane()
+        self.open = 0
 
 
 class Server:
@@ -55,9 +67,10 @@ class Server:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self.connections: set[Connection] = set()
-        # the jobs of 2026-07-28 requests (a connection each, of no session): a lane per caller, in
-        # the order they came, beside the sessions' lanes (at most ``_CALLERS``: then afresh)
-        self._stateless_lanes: dict[Hashable, Lane] = {}
+        # who sends 2026-07-28 requests (a connection each, of no session): a lane per caller, in the
+        # order they came, beside the sessions' lanes, and its open requests (at most ``_CALLERS``
+        # callers: then afresh)
+        self._callers: dict[Hashable, Caller] = {}
         self._prober: asyncio.TimerHandle | None = None
         self.subscriptions = Subscriptions(self)
         # one log line per request at INFO (an observer of every plan): decided once here
@@ -134,17 +147,18 @@ class Server:
         hands on the replies it made for the session itself (from any thread), if anywhere.
         ``stateless``: one 2026-07-28 request's, whose jobs take the lane of its ``caller`` (who
         sent it, as the transport knows: a token's principal, an address), shared by the caller's
-        other requests: a flood of them takes its turn beside each session and each other caller."""
-        lane = None
+        other requests: a flood of them takes its turn beside each session and each other caller,
+        and at most ``Limits.max_inflight`` of them are open at once (``close`` ends one)."""
+        record = None
         if stateless:
-            lanes = self._stateless_lanes
-            lane = lanes.get(caller)
-            if lane is None:
-                if len(lanes) >= _CALLERS:  # (a lane in use lives on in its requests; its caller's next gets a new one)
-                    lanes.clear()
-                lane = lanes[caller] = Lane()
+            callers = self._callers
+            record = callers.get(caller)
+            if record is None:
+                if len(callers) >= _CALLERS:  # (a record in use lives on in its connections)
+                    callers.clear()
+                record = callers[caller] = Caller()
         # (positional: keywords cost a class call a dict; each 2026-07-28 request is a connection)
-        conn = Connection(self, send, self.first_profile, lane, sink)
+        conn = Connection(self, send, self.first_profile, record, sink)
         if not stateless:
             self.connections.add(conn)
         return conn

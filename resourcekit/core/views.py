@@ -16,9 +16,18 @@ from ..methods._base import ProfileView, ServerView, SessionView, SubscriptionsV
 from ..telemetry import spans as telemetry
 
 if TYPE_CHECKING:
+    from .._jobs import Lane
     from .._runner import ThreadRunner
 
-__all__ = ["Host", "ProfileView", "Session", "Subscribers"]
+__all__ = ["CallerView", "Host", "ProfileView", "Session", "Subscribers"]
+
+
+class CallerView(Protocol):
+    """Who sends 2026-07-28 requests (``server.Caller``): the lane their jobs share, and how many of
+    them are open."""
+
+    lane: Lane
+    open: int
 
 
 class Subscribers(SubscriptionsView, telemetry.Subscribers, Protocol):

@@ -1,7 +1,8 @@
 """An app for the request pipeline's tests: a big text, a middling one (under the size a worker
-writes at once), a slow template, a fast resource and a template whose instances change on every
-poll."""
+writes at once), a slow template, a waiting async one, a fast resource and a template whose
+instances change on every poll."""
 
+import asyncio
 import time
 
 from resourcekit import App
@@ -27,6 +28,12 @@ MID = "m" * (200 << 10)
 def slow(n: int) -> str:
     time.sleep(0.3)
     return f"slow {n}"
+
+
+@app.template("wait://{n}")
+async def wait(n: int) -> str:
+    await asyncio.sleep(2)
+    return f"waited {n}"
 
 
 @app.template("tick://{name}", poll=0.05)

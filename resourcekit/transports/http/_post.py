@@ -275,7 +275,7 @@ async def post(endpoint: Endpoint, scope: Scope, receive: Receive, send: Send, m
                     inbox.stop_watching()
                 if session is not None:
                     session.waiting.pop(inbox, None)
-                elif conn.inflight:  # a stateless request left behind (disconnect, error): cancel it
+                else:  # a stateless request's exchange is over (one left behind by a disconnect: cancelled)
                     conn.close()
         finally:
             if issue_session and conn.protocol_version is None:  # initialize failed: no session
