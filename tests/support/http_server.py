@@ -93,11 +93,16 @@ def stream_post(url: str, body: Any, headers: dict[str, str], timeout: float = 1
                         headers={"content-type": "application/json", "accept": ACCEPT, **headers})
 
 
-def open_session(url: str, version: str = "2025-06-18") -> dict[str, str]:
-    """Initialize a handshake-era session; the headers its requests carry."""
+def open_session(url: str, version: str = "2025-06-18", timeout: float = 10) -> dict[str, str]:
+    """Initialize a handshake-era session; the headers its requests carry.  A 503 with
+    ``Retry-After`` (a worker still connecting to Redis, say) is tried again, as a client would."""
     init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+    deadline = time.monotonic() + timeout
     response = post(url, init)
+    while response.status_code == 503 and "retry-after" in response.headers and time.monotonic() < deadline:
+        time.sleep(0.1)
+        response = post(url, init)
     assert response.status_code == 200, response.text
     return {"mcp-session-id": response.headers["mcp-session-id"], "mcp-protocol-version": version}
 
