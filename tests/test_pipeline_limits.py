@@ -161,14 +161,24 @@ def test_one_sessions_subscribes_keep_no_other_sessions_subscribe_waiting() -> N
     assert took < 0.5
 
 
+def stateless_read(uri: str, rid: int) -> dict[str, Any]:
+    """The body and headers of a 2026-07-28 read's POST (``httpx``'s keywords)."""
+    return {"json": read_message(rid, uri, modern=True),
+            "headers": {**HEADERS, **modern_headers("resources/read", uri)}}
+
+
+def from_another_address() -> httpx.Client:
+    """A client whose connections come from 127.0.0.2: another caller of 2026-07-28 requests."""
+    return httpx.Client(timeout=30, transport=httpx.HTTPTransport(local_address="127.0.0.2"))
+
+
 def stateless_flood(url: str) -> None:
     """250 slow 2026-07-28 reads at once (within one caller's ``max_inflight``), each its own POST,
     from 127.0.0.1."""
     async def flood() -> None:
         async with httpx.AsyncClient(timeout=120, limits=httpx.Limits(max_connections=250)) as flooder:
             async def one(i: int) -> None:
-                response = await flooder.post(url, json=read_message(i, f"slow://{i}", modern=True),
-                                              headers={**HEADERS, **modern_headers("resources/read", f"slow://{i}")})
+                response = await flooder.post(url, **stateless_read(f"slow://{i}", i))
                 assert response.json()["result"]["contents"][0]["text"] == f"slow {i}"
 
             await asyncio.gather(*(one(i) for i in range(1, 251)))
@@ -191,11 +201,9 @@ def test_a_flood_of_stateless_requests_keeps_no_sessions_read_waiting() -> None:
 def test_one_callers_flood_of_stateless_requests_keeps_no_other_callers_read_waiting() -> None:
     """The lane of 2026-07-28 requests is their caller's (its token's principal, else its address):
     another address's read takes its turn beside the flood, not after it (it waited 1.4 s)."""
-    other = httpx.Client(timeout=30, transport=httpx.HTTPTransport(local_address="127.0.0.2"))
-    with http_server_process(APP) as url, other:
+    with http_server_process(APP) as url, from_another_address() as other:
         response, took, flood_left = asked_during(lambda: stateless_flood(url), lambda: other.post(
-            url, json=read_message(1, "fast://x", modern=True),
-            headers={**HEADERS, **modern_headers("resources/read", "fast://x")}))
+            url, **stateless_read("fast://x", 1)))
         assert response.json()["result"]["contents"][0]["text"] == "fast"
     assert flood_left > 0.5, "the other caller's read waited for the flood"
     assert took < 1.0
@@ -219,21 +227,16 @@ def test_a_stateless_caller_has_at_most_max_inflight_requests_open() -> None:
     """A 2026-07-28 caller's open requests are bounded as a session's are: past ``max_inflight``,
     -32603 busy naming the limit, while another caller is served, and the caller again once one
     ended (each async handler's request held a task and a connection, without a bound)."""
-    other = httpx.Client(timeout=30, transport=httpx.HTTPTransport(local_address="127.0.0.2"))
-
-    def read(uri: str, rid: int) -> dict[str, Any]:
-        return {"json": read_message(rid, uri, modern=True),
-                "headers": {**HEADERS, **modern_headers("resources/read", uri)}}
-
-    with http_server_process(APP, "--max-inflight", "4") as url, other:
+    with http_server_process(APP, "--max-inflight", "4") as url, from_another_address() as other:
         async def run() -> tuple[list[Any], Any, Any, Any]:
             async with httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_connections=8)) as client:
-                waiting = [asyncio.ensure_future(client.post(url, **read(f"wait://{i}", i))) for i in range(1, 5)]
+                waiting = [asyncio.ensure_future(client.post(url, **stateless_read(f"wait://{i}", i)))
+                           for i in range(1, 5)]
                 await asyncio.sleep(1.0)  # the four are open, their handlers waiting
-                refused = (await client.post(url, **read("fast://x", 5))).json()
-                elsewhere = await asyncio.to_thread(lambda: other.post(url, **read("fast://x", 1)).json())
+                refused = (await client.post(url, **stateless_read("fast://x", 5))).json()
+                elsewhere = await asyncio.to_thread(lambda: other.post(url, **stateless_read("fast://x", 1)).json())
                 answered = [(await reply).json() for reply in waiting]
-                again = (await client.post(url, **read("fast://x", 6))).json()
+                again = (await client.post(url, **stateless_read("fast://x", 6))).json()
                 return answered, refused, elsewhere, again
 
         answered, refused, elsewhere, again = asyncio.run(run())
