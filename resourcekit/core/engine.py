@@ -107,7 +107,8 @@ class Connection:
         # together against ``max_inflight``: one past it is refused
         self.lane = Lane() if caller is None else caller.lane
         if caller is not None:
-            self._max_inflight = 0 if caller.open >= self._max_inflight else self._max_inflight
+            if caller.open >= self._max_inflight:
+                self._max_inflight = 0
             caller.open += 1
         self.runner = server.runner  # the transport's (handed to the server)
         self.loop = server.loop  # where an async step's task runs

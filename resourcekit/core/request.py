@@ -214,7 +214,7 @@ class Request:
         if sink is not None:
             self.answer(data, None, sink)
             if len(data) >= COUNTED_REPLY:
-                grew = self.conn.lane.grew
+                grew = self.lane.grew
                 if grew is not None:
                     grew(len(data))
             return QUIET

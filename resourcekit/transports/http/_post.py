@@ -302,11 +302,11 @@ def caller_of(scope: Scope, principal: Any) -> Hashable:
     client = scope.get("client")
     host = client[0] if client else None
     hashed: Any = type(principal).__hash__
-    if principal is None or hashed is None or hashed is object.__hash__:
+    if principal is None or hashed is object.__hash__:
         return host
     try:
         hash(principal)
-    except Exception:  # (a __hash__ of the hook's that fails)
+    except Exception:  # unhashable (a dict), or a __hash__ of the hook's that fails
         return host
     return host, principal
 
