@@ -13,7 +13,7 @@ checkout's resourcekit, and the report shows resourcekit/baseline.
 
 Every server is a real stdio subprocess. One client of our own (raw JSON-RPC over the
 pipes, newline-delimited, orjson, no asyncio) drives them, alternating servers inside
-one run: server A run 1, B run 1, C run 1, D run 1, A run 2, ...
+one run, the order reversed in every other run: A1 B1 C1 D1, D2 C2 B2 A2, A3 ...
 
     python benchmarks/run.py            # full: 3 runs each, ~7-10 minutes
     python benchmarks/run.py --quick    # 1 run each, short durations, ~1 minute
@@ -98,9 +98,16 @@ def rk_checkout(name: str) -> Path:
     return ROOT
 
 
+# The two installs' directories have names of one length, so the two children differ in nothing
+# but the package's code: with `.install/resourcekit` against `.install/baseline` (the same commit in
+# both columns), W6's CPU per read was 1.14-1.40x in the resourcekit column in every run of nine;
+# with names of one length, 0.91x and 0.99x (medians of 3).
+INSTALL_NAMES = {"resourcekit": "this", "baseline": "base"}
+
+
 def rk_installed(name: str) -> Path:
     """The directory holding the regular install of server `name`'s resourcekit (install_servers)."""
-    return INSTALL_DIR / name
+    return INSTALL_DIR / INSTALL_NAMES[name]
 
 
 def install_servers(servers: list[str]) -> None:
@@ -1090,6 +1097,12 @@ def median_of(samples: list[dict[str, Any]]) -> dict[str, Any]:
     return {k: statistics.median(s[k] for s in good) for k in keys}
 
 
+def in_turn(servers: list[str], r: int) -> list[str]:
+    """The servers in run r's order: as given in even runs, reversed in odd ones, so that a machine
+    getting slower or faster during a workload's runs favours no column."""
+    return servers if r % 2 == 0 else servers[::-1]
+
+
 def run_all(cfg: Config, servers: list[str], workloads: list[str]) -> dict[str, Any]:
     results: dict[str, dict[str, list[dict[str, Any]]]] = {}
 
@@ -1128,7 +1141,7 @@ def run_all(cfg: Config, servers: list[str], workloads: list[str]) -> dict[str, 
     for wl, fnf in plan:
         print(f"== {wl}", file=sys.stderr)
         for r in range(cfg.runs):
-            for name in servers:
+            for name in in_turn(servers, r):
                 if (name not in HTTP_ONLY or wl in HTTP_WORKLOADS.get(name, ())) and (
                         name not in START_ONLY or wl == "W4") and (name not in SYNC_ONLY or wl not in ASYNC_WORKLOADS
                                                                    ) and (wl not in RK_ONLY or name in RK_SERVERS):
@@ -1138,7 +1151,7 @@ def run_all(cfg: Config, servers: list[str], workloads: list[str]) -> dict[str, 
             wl = f"W2-{size}"
             print(f"== {wl}", file=sys.stderr)
             for r in range(cfg.runs):
-                for name in servers:
+                for name in in_turn(servers, r):
                     if (name, size) in cfg.skip or name in HTTP_ONLY:
                         continue
                     once = cfg.slow_once.get((name, size))
@@ -1396,7 +1409,8 @@ def markdown(doc: dict[str, Any]) -> str:
         "# Benchmark results",
         "",
         f"Measured {doc['date']} on {doc['machine']} — {doc['mode']} run, {doc['runs']} run(s) per server, "
-        "servers alternating; figures are medians. Only ratios from one run compare well.",
+        "servers alternating (the order reversed in every other run); figures are medians. Only ratios from one "
+        "run compare well.",
         "",
         "| workload | " + " | ".join(cols) + base_cols + "".join(f" | rk/{o}" for o in ratio_cols) + " |",
         "|---" * (1 + len(cols) + 2 * vs_base + len(ratio_cols)) + "|",
@@ -1465,7 +1479,8 @@ def markdown(doc: dict[str, Any]) -> str:
            "driven by an asyncio event loop (`add_reader` on stdin): no server on asyncio starts faster."]
           if "asyncio" in names else []),
         "- resourcekit and baseline: a regular install of their checkout's package (copied out and compiled to "
-        "bytecode, as from a wheel, in `benchmarks/.install/`), alone on PYTHONPATH, started with `-P`.",
+        "bytecode, as from a wheel, in `benchmarks/.install/this` and `.../base`: paths of one length), alone on "
+        "PYTHONPATH, started with `-P`.",
         *(["- resourcekit editable (W4 and W2 only): this checkout through the editable install of the project's "
            "venv (`.venv`, the dev extras with the OpenTelemetry SDK; `BENCH_EDITABLE_PYTHON`), as CI runs it: its "
            "import hook in front."] if "editable" in names else []),
