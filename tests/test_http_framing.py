@@ -58,7 +58,7 @@ def _responses(sock: socket.socket, count: int, timeout: float = 5) -> list[byte
     """The status lines of ``count`` responses read from ``sock`` (fewer if it closes)."""
     sock.settimeout(timeout)
     data = b""
-    while data.count(b"HTTP/1.1 ") < count or not data.endswith(b"}"):
+    while data.count(b"HTTP/1.1 ") < count or not data.rstrip().endswith(b"}"):
         chunk = sock.recv(65536)
         if not chunk:
             break

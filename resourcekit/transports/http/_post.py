@@ -262,7 +262,9 @@ async def post(endpoint: Endpoint, scope: Scope, receive: Receive, send: Send, m
                     extra = issued(session, conn) if issue_session else None
                     if status == 403:
                         extra = [*(extra or ()), *forbidden_headers(first, principal)]
-                    body = encode(first)  # (an unencodable result: its -32603)
+                    # the core's JSON line as it is (its newline is JSON's whitespace: no copy of the
+                    # reply without it); a message as JSON (an unencodable result: its -32603)
+                    body = first if type(first) is bytes else encode(first)
                     await out(start_of(status, body, extra))
                     await out({"type": "http.response.body", "body": body})
                 else:  # notifications come first (or the client takes nothing but SSE)
