@@ -2,7 +2,8 @@
 
 The vocabulary the engine and the methods share with the runner, without its machinery: a step
 that hands a handler to a worker makes a ``Job`` (a ``Request``, or a ``Call``) of its session's
-lane; a job that answered for itself returns ``QUIET``.
+lane; a job that answered for itself returns ``QUIET``.  ``Worker`` is what the runner keeps of
+each of its threads.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
-__all__ = ["QUIET", "Call", "Callback", "Job", "Lane"]
+__all__ = ["QUIET", "Call", "Callback", "Job", "Lane", "Worker"]
 
 Callback = Callable[[bool, Any], None]
 
@@ -58,3 +59,20 @@ class Lane:
         self.queued = False  # in the runner's ring (changed under its lock)
         self.held = False  # its session owes a reader too much: no worker takes its jobs
         self.tick = -1  # the last tick it was submitted to
+
+
+class Worker:
+    """A runner's worker thread, as the runner sees it: its batch (the jobs it took at once) and
+    what the loop's look needs: the lane whose job it runs, and how far it got (``progress``)."""
+
+    __slots__ = ("batch", "lane", "takes")
+
+    def __init__(self) -> None:
+        self.batch: deque[Job] = deque()  # taken, not started yet (the look may give them back)
+        self.lane: Lane | None = None
+        self.takes = 0  # batches taken
+
+    def progress(self) -> tuple[int, int] | None:
+        """Where the worker is (None: between lanes): the same at two looks, it is stuck in one job
+        (each job it starts leaves its batch shorter, each batch it takes counts)."""
+        return None if self.lane is None else (self.takes, len(self.batch))

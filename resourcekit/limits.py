@@ -41,7 +41,8 @@ class _Fields(NamedTuple):
     #: -32603 naming the limit (a file a handler returns is measured before it is read).
     #: ``resources/stream`` (``streamable=True``, HTTP) serves larger ones in constant memory
     max_read_size: int = 64 * MiB
-    #: threads for sync handlers, listers and completers
+    #: threads for sync handlers, listers and completers at most (started as they are needed:
+    #: see ``docs/limits.md``)
     max_workers: int = 32
     #: sync jobs waiting for a worker, across connections: -32603 "busy"
     max_queued_jobs: int = 4096

@@ -4,6 +4,7 @@ stuck worker is noticed, lanes are served in turn, held lanes wait; see also tes
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from typing import Any
@@ -75,6 +76,21 @@ async def test_a_fast_job_queued_behind_slow_ones_gets_a_thread() -> None:
     finally:
         release.set()
         await asyncio.gather(*futures)
+        runner.close()
+
+
+async def test_jobs_that_wait_outside_the_interpreter_get_a_thread_more() -> None:
+    # short jobs that wait on something else than the GIL (a database, a file; here a sleep) and
+    # keep coming: the one thread started first gets company, up to the cores (no worker is stuck,
+    # so the stall rule starts none: with SPARE = 0 it stays alone; jobs that spin as long, sharing
+    # the GIL, start none here)
+    from resourcekit._runner import ThreadRunner
+
+    runner = ThreadRunner(asyncio.get_running_loop(), max_workers=8)
+    try:
+        await asyncio.wait_for(asyncio.gather(*(runner.call(lambda: time.sleep(0.00005)) for _ in range(3000))), 10)
+        assert len(runner._threads) >= min(2, os.cpu_count() or 1)
+    finally:
         runner.close()
 
 
