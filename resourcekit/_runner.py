@@ -5,8 +5,8 @@ that have jobs (a ring: a lane served goes to its back), taking up to ``TAKE`` j
 after lane in the ring's order (one lock for a block of pipelined reads, or for the reads of many
 HTTP sessions), and running them in order; a worker stuck in a slow one gives the others back to
 their lanes (below), so one session's slow handlers never keep another session's fast read waiting
-longer than a worker takes to free up.  Jobs submitted during one loop iteration
-reach the workers together, once, at the end of the iteration (the *tick*): one lock and one
+longer than a worker takes to free up, or than the next look takes to start one.  Jobs submitted
+during one loop iteration reach the workers together, once, at the end of the iteration (the *tick*): one lock and one
 wake-up for a whole block of pipelined requests.  Idle workers wait on a C queue for a token.
 
 A worker that leaves a lane (for another, or to wait) calls its ``flush``: the replies it made for
@@ -21,10 +21,10 @@ One stall rule, looked at by the loop every ``STALL`` seconds while jobs are wai
   is idle (every worker is stuck) a thread is started (up to ``max_workers``).
 
 The first thread starts when the first jobs come.  Another starts, up to one per core, only while
-jobs keep waiting and the process leaves the interpreter idle: at a look that finds jobs waiting
-with no worker idle, none found the ring empty since the last look, and the process used less than
-``SPARE`` of a core meanwhile, so its workers wait on something else than the GIL (a database, a
-file) and one more can run then.
+jobs keep coming and the process leaves the interpreter idle: at a look that finds jobs waiting and
+no worker idle, when no worker came back to an empty ring since the last look and the process used
+less than ``SPARE`` of a core meanwhile, so that its workers wait on something else than the GIL
+(a database, a file) and one more can run then.
 Jobs that merely take turns for the GIL start no thread: a second worker would only fight the
 first for it (measured on 2 cores: each read 15% more CPU, template reads 20% fewer per second).
 A lane is *held* while its session owes a reader that does not read too many bytes: no worker
@@ -66,6 +66,7 @@ TAKE = 64
 FLUSH_EVERY = 256  # jobs of one lane a worker runs in a row at most before it calls the lane's flush
 
 
+# no look yet: ``drained`` -1 (never a count) keeps the first look from starting a spare thread
 _UNLOOKED: tuple[int, list[tuple[int, int] | None], int, float, float] = (-1, [], -1, 0.0, 0.0)
 
 
@@ -157,8 +158,9 @@ class ThreadRunner:
                     spawn = not self._threads
         if spawn:
             self._spawn()
-        if added and not self._watching:
+        if added and not self._watching:  # the look starts from here: a stuck worker is seen at the first
             self._watching = True
+            self._looked = (self._taken, [w.progress() for w in self._workers], *_UNLOOKED[2:])
             self._loop.call_later(STALL, self._look)
 
     def hold(self, lane: Lane) -> None:
@@ -196,7 +198,7 @@ class ThreadRunner:
             if stuck and self._idle:
                 self._wake_workers(1)  # an idle worker that was not woken for them
                 stuck = False
-            # or jobs waited all along (no take found none) while the interpreter had room: one more
+            # or jobs wait, no worker came back to an empty ring, and the interpreter had room: one more
             spare = (waiting and not self._idle and self._drained == drained and len(self._threads) < self._eager
                      and clocks[0] - cpu < SPARE * (clocks[1] - at))
             self._looked = (self._taken, now, self._drained, *clocks)
