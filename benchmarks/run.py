@@ -100,7 +100,7 @@ def rk_checkout(name: str) -> Path:
 
 # The two installs' directories have names of one length, so the two children differ in nothing
 # but the package's code: with `.install/resourcekit` against `.install/baseline` (the same commit in
-# both columns), W6's CPU per read was 1.14-1.40x in the resourcekit column in every run of nine;
+# both columns), W6's CPU per read was 1.16-1.39x in the resourcekit column in every run of nine;
 # with names of one length, 0.91x and 0.99x (medians of 3).
 INSTALL_NAMES = {"resourcekit": "this", "baseline": "base"}
 
