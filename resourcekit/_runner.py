@@ -6,11 +6,13 @@ after lane in the ring's order (one lock for a block of pipelined reads, or for 
 HTTP sessions), and running them in order; a worker stuck in a slow one gives the others back to
 their lanes (below), so one session's slow handlers never keep another session's fast read waiting
 longer than a worker takes to free up, or than the next look takes to start one.  Jobs submitted
-during one loop iteration reach the workers together, once, at the end of the iteration (the *tick*): one lock and one
-wake-up for a whole block of pipelined requests.  Idle workers wait on a C queue for a token.
+during one loop iteration reach the workers together, once, at the end of the iteration (the
+*tick*): one lock and one wake-up for a whole block of pipelined requests.  Idle workers wait on a
+C queue for a token.
 
 A worker that leaves a lane (for another, or to wait) calls its ``flush``: the replies it made for
-that session are written together (``core.outbox``); one serving a lane long, every ``FLUSH_EVERY`` jobs.
+that session are written together (``core.outbox``); one serving a lane long, every
+``FLUSH_EVERY`` jobs.
 
 One stall rule, looked at by the loop every ``STALL`` seconds while jobs are waiting or running:
 
@@ -24,9 +26,10 @@ The first thread starts when the first jobs come.  Another starts, up to one per
 jobs keep coming and the process leaves the interpreter idle: at a look that finds jobs waiting and
 no worker idle, when no worker came back to an empty ring since the last look and the process used
 less than ``SPARE`` of a core meanwhile, so that its workers wait on something else than the GIL
-(a database, a file) and one more can run then.
-Jobs that merely take turns for the GIL start no thread: a second worker would only fight the
-first for it (measured on 2 cores: each read 15% more CPU, template reads 20% fewer per second).
+(a database, a file) and one more can run then.  Jobs that merely take turns for the GIL start no
+thread: a second worker would only fight the first for it (on 2 cores, alternating runs of one
+commit: a template read cost 7.2 µs of CPU with a second worker started, 6.1 µs with one).
+
 A lane is *held* while its session owes a reader that does not read too many bytes: no worker
 takes its jobs until it is released.  At most ``max_queued`` jobs wait over all lanes; beyond that
 ``submit`` refuses.  Workers put results on a deque and wake the loop only when no wake-up is

@@ -82,8 +82,7 @@ async def test_a_fast_job_queued_behind_slow_ones_gets_a_thread() -> None:
 async def test_jobs_that_wait_outside_the_interpreter_get_a_thread_more() -> None:
     # short jobs that wait on something else than the GIL (a database, a file; here a sleep) and
     # keep coming: the one thread started first gets company, up to the cores (no worker is stuck,
-    # so the stall rule starts none: with SPARE = 0 it stays alone; jobs that spin as long, sharing
-    # the GIL, start none here)
+    # so the stall rule starts none: with SPARE = 0 it stays alone)
     from resourcekit._runner import ThreadRunner
 
     runner = ThreadRunner(asyncio.get_running_loop(), max_workers=8)

@@ -313,6 +313,5 @@ def caller_of(scope: Scope, principal: Any) -> Hashable:
     return host, principal
 
 
-
 def _discard(message: Any) -> None:
     """Stateless connections have no channel beside the response."""
