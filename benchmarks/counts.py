@@ -97,7 +97,6 @@ def drive_stdio(argv: list[str], env: dict[str, str], cwd: Path, workload: str, 
     if b'"result"' not in stdout.readline():
         raise SystemExit(f"{workload}: initialize failed")
     send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-    sys.path.insert(0, str(SERVERS_DIR))
     sent = got = 0
     while got < n:
         if sent < n and sent - got <= PIPELINE - BLOCK:
@@ -293,7 +292,7 @@ def main() -> None:
     mode = "ops" if args.ops else "ir"
     if mode == "ir" and subprocess.run(["valgrind", "--version"], capture_output=True).returncode:
         raise SystemExit("instruction counts need valgrind (apt-get install valgrind); --ops needs nothing")
-    sys.path.insert(0, str(HERE))
+    sys.path[:0] = [str(HERE), str(SERVERS_DIR)]  # run.py's helpers; the servers' _content (the URIs)
     import run as bench
 
     names = ["resourcekit", *(["baseline"] if os.environ.get(bench.BASELINE_ENV) else [])]
