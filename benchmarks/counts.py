@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -68,20 +69,11 @@ DESCRIPTION = {
 # --------------------------------------------------------------------------- the children
 
 
-def _uri(workload: str, i: int) -> str:
-    import _content as c  # (the servers' folder is on sys.path in a child)
-
-    if workload == "W3":
-        j = i & 4095
-        return f"tpl{(j * 7919) % c.N_TEMPLATES}://item/{j}"
-    if workload == "W3c":
-        return f"tpl{i % c.N_TEMPLATES}://item/{i}"
-    return c.SMALL_URI
-
-
-def drive_stdio(argv: list[str], env: dict[str, str], cwd: Path, workload: str, n: int) -> None:
-    """Start the server with ``argv``, initialize, read ``n`` times pipelined, close its input."""
+def drive_stdio(argv: list[str], env: dict[str, str], cwd: Path, uri: Callable[[int], str], n: int) -> None:
+    """Start the server with ``argv``, initialize, read ``uri(i)`` for i in 1..``n`` pipelined, close
+    its input."""
     import orjson
+    from run import PROTOCOL_VERSION
 
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             env=env, cwd=cwd)
@@ -92,10 +84,10 @@ def drive_stdio(argv: list[str], env: dict[str, str], cwd: Path, workload: str, 
         stdin.write(data)
         stdin.flush()
 
-    hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "counts", "version": "0"}}
+    hello = {"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": {"name": "counts", "version": "0"}}
     send(orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}) + b"\n")
     if b'"result"' not in stdout.readline():
-        raise SystemExit(f"{workload}: initialize failed")
+        raise SystemExit(f"{argv}: initialize failed")
     send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
     sent = got = 0
     while got < n:
@@ -104,11 +96,11 @@ def drive_stdio(argv: list[str], env: dict[str, str], cwd: Path, workload: str, 
             while sent < n and sent - got < PIPELINE and len(lines) < BLOCK:
                 sent += 1
                 lines.append(b'{"jsonrpc":"2.0","id":%d,"method":"resources/read","params":{"uri":"%s"}}\n'
-                             % (sent, _uri(workload, sent).encode()))
+                             % (sent, uri(sent).encode()))
             send(b"".join(lines))
         line = stdout.readline()
         if b'"result"' not in line:
-            raise SystemExit(f"{workload}: a read failed: {line[:200]!r}")
+            raise SystemExit(f"a read failed: {line[:200]!r}")
         got += 1
     stdin.close()
     proc.wait()
@@ -220,8 +212,8 @@ def trace_ops(out: str) -> None:
 
 
 def child(argv: list[str]) -> None:
-    """``counts.py --child stdio OUT|- APP`` (the server, traced when OUT is a file) or
-    ``--child http OUT|- WORKLOAD N``."""
+    """``counts.py --child stdio OUT APP`` (the server, traced into OUT) or ``--child http OUT|-
+    WORKLOAD N`` (the in-process clients and server, traced when OUT is a file)."""
     kind, out = argv[0], argv[1]
     sys.path.insert(0, str(SERVERS_DIR))
     if out != "-":
@@ -248,11 +240,12 @@ def run_once(name: str, workload: str, n: int, mode: str) -> Any:
         prefix = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"] if mode == "ir" else []
         trace = out if mode == "ops" else "-"
         python = [sys.executable, *bench.PY_FLAGS]
-        if workload in STDIO:
-            argv = [*prefix, *python, str(THIS), "--child", "stdio", trace, str(SERVERS_DIR / "rk_app.py")]
-            if mode == "ir":  # what run.py starts, under valgrind
-                argv = [*prefix, *python, "-m", "resourcekit", "run", str(SERVERS_DIR / "rk_app.py")]
-            drive_stdio(argv, env, bench.server_cwd(name), workload, n)
+        if workload in STDIO:  # instructions: what run.py starts, under valgrind; bytecodes: traced
+            app = str(SERVERS_DIR / "rk_app.py")
+            server = ["-m", "resourcekit", "run", app] if mode == "ir" else [str(THIS), "--child", "stdio", out, app]
+            uri = {"W3": lambda i: bench.W3_URIS[i & 4095], "W3c": bench.never_read}.get(
+                workload, lambda i: bench.content.SMALL_URI)  # run.py's own
+            drive_stdio([*prefix, *python, *server], env, bench.server_cwd(name), uri, n)
         else:
             argv = [*prefix, *python, str(THIS), "--child", "http", trace, workload, str(n)]
             subprocess.run(argv, env=env, cwd=bench.server_cwd(name), check=True, stdout=subprocess.DEVNULL,
@@ -292,7 +285,7 @@ def main() -> None:
     mode = "ops" if args.ops else "ir"
     if mode == "ir" and subprocess.run(["valgrind", "--version"], capture_output=True).returncode:
         raise SystemExit("instruction counts need valgrind (apt-get install valgrind); --ops needs nothing")
-    sys.path[:0] = [str(HERE), str(SERVERS_DIR)]  # run.py's helpers; the servers' _content (the URIs)
+    sys.path.insert(0, str(HERE))  # run.py's installs, environments and URIs
     import run as bench
 
     names = ["resourcekit", *(["baseline"] if os.environ.get(bench.BASELINE_ENV) else [])]

@@ -510,6 +510,15 @@ def w1(name: str, cfg: Config, tag: str, workload: str = "small") -> dict[str, A
         srv.close()
 
 
+# W3's URIs: 4,096 instances spread over every template, in a scattered order (read again and again)
+W3_URIS = [f"tpl{(j * 7919) % content.N_TEMPLATES}://item/{j}" for j in range(4096)]
+
+
+def never_read(i: int) -> str:
+    """W3c's i-th URI: an instance no read before asked for, over every template in a scattered order."""
+    return f"tpl{(i * 7919) % content.N_TEMPLATES}://item/{i}"
+
+
 def w3(name: str, cfg: Config, tag: str, fresh: bool = False) -> dict[str, Any]:
     """W3: reads cycling over 4,096 URIs of 1,000 templates (after the first round, caches answer);
     W3c (``fresh``): every read a URI the server has not read before, as a client reading
@@ -517,19 +526,12 @@ def w3(name: str, cfg: Config, tag: str, fresh: bool = False) -> dict[str, Any]:
     srv = Server(name, "templates", tag)
     try:
         startup = srv.handshake(cfg.startup_timeout)
-        uris = [
-            f"tpl{(j * 7919) % content.N_TEMPLATES}://item/{j}" for j in range(4096)
-        ]  # every template, in a scattered order
-
         def check(result: dict[str, Any]) -> None:
             text = _text_of(result)
             assert text.startswith("item ") and " of template " in text, result
 
-        def never_read(i: int) -> str:
-            return f"tpl{(i * 7919) % content.N_TEMPLATES}://item/{i}"
-
-        r = pipelined_reads(srv, never_read if fresh else lambda i: uris[i & 4095], cfg.w3_seconds, cfg.depth, 500,
-                            check)
+        r = pipelined_reads(srv, never_read if fresh else lambda i: W3_URIS[i & 4095], cfg.w3_seconds, cfg.depth,
+                            500, check)
         r["startup_s"] = startup
         r["peak_rss_mib"] = srv.peak_rss_mib()
         return r
